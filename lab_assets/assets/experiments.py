@@ -1,0 +1,113 @@
+"""embedding -> metrics: one (data, method) cell each.
+
+The dataset is computed once per data key; every method's cell reads it through a
+`MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
+"""
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from lab_assets import keystore, lineage, storage
+from lab_assets.assets.datasets import content_version, dataset, features
+from lab_assets.assets.specs import method_spec, metric_spec
+from lab_assets.methods import METHODS
+from lab_assets.metrics import METRICS
+from lab_assets.metrics.neighbors import Neighborhoods
+from lab_assets.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
+
+GROUP = "experiments"
+CODE_VERSION = lineage.module_version(__file__)
+# What an embedding table carries besides its coordinates, so it can be plotted on its own.
+CARRIED_COLUMNS = ["row", "split", "label"]
+
+
+class BadEmbeddingError(ValueError):
+    """A method returned something that is not a finite (n, n_components) array."""
+
+
+def _cell(context: dg.AssetExecutionContext) -> tuple[str, str, str]:
+    keys = context.partition_key.keys_by_dimension
+    return keys["data"], keys["method"], f"{keys['data']}|{keys['method']}"
+
+
+def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:
+    return df[[c for c in df.columns if c.startswith("z")]].to_numpy(dtype=np.float64)
+
+
+@dg.asset(
+    partitions_def=CELL,
+    deps=[
+        dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA),
+        dg.AssetDep(method_spec, partition_mapping=CELL_TO_METHOD),
+    ],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+)
+def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """The method's output on every row of the dataset (z0..z{d-1} plus row, split, label)."""
+    data_key, method_key, cell = _cell(context)
+    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
+    entry = METHODS[method.method]
+    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    X = features(table)
+    with lineage.timed() as t:
+        Z = np.asarray(entry(data.seed, **method.params).fit_transform(X), dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[0] != len(X) or not np.isfinite(Z).all():
+        raise BadEmbeddingError(
+            f"cell {cell}: {method.method} returned shape {Z.shape} with "
+            f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
+        )
+    df = table[CARRIED_COLUMNS].copy()
+    for j in range(Z.shape[1]):
+        df[f"z{j}"] = Z[:, j]
+    prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
+    path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
+    return dg.MaterializeResult(
+        metadata=lineage.metadata(prov, t, len(df), path, n_components=Z.shape[1]),
+        data_version=content_version(df),
+    )
+
+
+@dg.asset(
+    partitions_def=CELL,
+    deps=[embedding, dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA), metric_spec],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+)
+def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """One row per cell: every metric the cell's sweeps ask for, at every k, from one shared
+    kNN search of the data and one of the embedding."""
+    data_key, method_key, cell = _cell(context)
+    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
+    suite = keystore.metric_suite(data_key, method_key)
+    X = features(storage.read_parquet(storage.asset_path("dataset", data_key)))
+    Z = embedding_coordinates(storage.read_parquet(storage.asset_path("embedding", cell)))
+    k_max = max((m.params.get("k", 0) for m in suite), default=0)
+    values: dict[str, float] = {}
+    with lineage.timed() as t:
+        neighborhoods = Neighborhoods(X, Z, k_max) if suite else None
+        for m in suite:
+            values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
+    sha, dirty = lineage.git_state()
+    row = {
+        "partition": cell,
+        "data": data_key,
+        "method": method_key,
+        "dataset": data.dataset,
+        "method_name": method.method,
+        "seed": data.seed,
+        "n": len(X),
+        "git_sha": sha,
+        "git_dirty": dirty,
+        **values,
+    }
+    df = pd.DataFrame([row])
+    prov = lineage.provenance({"metrics": [m.column for m in suite]}, data.seed, CODE_VERSION)
+    path = storage.write_parquet(storage.asset_path("metrics", cell), df, prov)
+    return dg.MaterializeResult(
+        metadata=lineage.metadata(prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()}),
+        data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
+    )

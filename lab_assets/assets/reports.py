@@ -1,0 +1,104 @@
+"""metric_table -> report: results consolidated across cells, and per-sweep reports.
+
+`metric_table` holds every materialized cell's metric row (the lab's results table, queryable
+with pandas or DuckDB). `report` is partitioned by sweep: it selects that sweep's cells and
+writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/reports/<sweep>/`.
+"""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from lab_assets import figures, keystore, lineage, storage
+from lab_assets.assets.datasets import content_version
+from lab_assets.assets.experiments import embedding, metrics
+from lab_assets.partitions import SWEEP
+from lab_assets.settings import lab_home
+from lab_assets.sweep import Sweep
+
+GROUP = "reports"
+CODE_VERSION = lineage.module_version(__file__, figures.__file__)
+ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "n", "git_sha", "git_dirty"]
+
+
+def read_metric_rows() -> pd.DataFrame:
+    files = sorted(storage.asset_dir("metrics").glob("*/*.parquet"))
+    if not files:
+        return pd.DataFrame(columns=ID_COLUMNS)
+    table = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    metric_cols = sorted(c for c in table.columns if c not in ID_COLUMNS)
+    return table[ID_COLUMNS + metric_cols]
+
+
+@dg.asset(deps=[metrics], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
+def metric_table() -> dg.MaterializeResult:
+    """Every materialized cell's metrics in one table; each row names its partition and git SHA."""
+    with lineage.timed() as t:
+        table = read_metric_rows()
+    prov = lineage.provenance({"cells": len(table)}, None, CODE_VERSION)
+    path = storage.write_parquet(storage.asset_path("metric_table"), table, prov)
+    return dg.MaterializeResult(
+        metadata=lineage.metadata(prov, t, len(table), path), data_version=content_version(table)
+    )
+
+
+def report_dir(sweep_name: str) -> Path:
+    return lab_home() / "reports" / sweep_name
+
+
+def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's rows, with readable dataset/method labels, its requested metric columns."""
+    cells = set(f"{d}|{m}" for d, m in sweep.cells)
+    rows = table[table["partition"].isin(cells)].copy()
+    wanted = [m.column for m in sweep.metrics if m.column in rows.columns]
+    rows["dataset_label"] = rows["data"].str.replace(r"~s\d+$", "", regex=True)
+    return rows[["partition", "dataset_label", "method", "seed", "n", "git_sha", *wanted]].sort_values(
+        ["dataset_label", "method", "seed"]
+    )
+
+
+def write_report(sweep: Sweep) -> dict[str, Path]:
+    """The report files of one sweep, from the current metric table and embeddings."""
+    out = report_dir(sweep.name)
+    table = sweep_table(sweep, storage.read_parquet(storage.asset_path("metric_table")))
+    markdown = table.drop(columns=["git_sha"]).to_markdown(index=False, floatfmt=".4f")
+    paths = {
+        "parquet": storage.write_parquet(out / "metrics.parquet", table),
+        "csv": storage.atomic_write(out / "metrics.csv", lambda tmp: table.to_csv(tmp, index=False)),
+        "markdown": storage.atomic_write(out / "metrics.md", lambda tmp: tmp.write_text(markdown + "\n")),
+    }
+    first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
+    panels = {}
+    for d, m in sweep.cells:
+        path = storage.asset_path("embedding", f"{d}|{m}")
+        if d in first_seed and path.is_file():
+            panels[(d, m)] = pd.read_parquet(path)
+    paths["embeddings"] = figures.embeddings_grid(panels, out / "embeddings.png")
+    paths["metric_curves"] = figures.metric_curves(table, out / "metrics_vs_k.png")
+    return paths
+
+
+@dg.asset(
+    partitions_def=SWEEP,
+    deps=[metric_table, dg.AssetDep(embedding, partition_mapping=dg.AllPartitionMapping())],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet", "csv", "markdown", "png"},
+)
+def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """A sweep's metric table (Parquet, CSV, Markdown) and figures."""
+    sweep = keystore.sweep(context.partition_key)
+    with lineage.timed() as t:
+        paths = write_report(sweep)
+    table = pd.read_parquet(paths["parquet"])
+    prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
+    return dg.MaterializeResult(
+        metadata={
+            **lineage.metadata(prov, t, len(table), report_dir(sweep.name)),
+            "cells": f"{len(table)} of {len(sweep.cells)}",
+            "table": dg.MetadataValue.md(paths["markdown"].read_text()),
+            **{f"{name}_path": dg.MetadataValue.path(str(p)) for name, p in paths.items()},
+        },
+        data_version=content_version(table),
+    )

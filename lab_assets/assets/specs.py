@@ -1,0 +1,60 @@
+"""What to compute, as observable source assets.
+
+Dagster's code versions are per asset, not per partition. To make an edited method stale only
+its own cells, each method key's identity (its module's source, its library versions and its
+parameters) is the *data version* of that key's `method_spec` partition; the same holds for
+datasets (plus the content hash of a user's file) and for the metric suite. Observing these
+sources (`lab sweep run` does, as does "Observe sources" in the UI) records the new versions,
+and Dagster's own staleness then marks exactly the downstream cells that depend on them.
+"""
+
+import dagster as dg
+
+from lab_assets import keystore
+from lab_assets.datasets import DATASETS
+from lab_assets.methods import METHODS
+from lab_assets.metrics import METRICS
+from lab_assets.partitions import DATA, METHOD
+from lab_assets.registry import digest
+from lab_assets.sweep import DataConfig, MethodConfig, Sweep
+
+GROUP = "specs"
+
+
+def data_version(c: DataConfig) -> str:
+    return f"{DATASETS[c.dataset].version(c.params)}~s{c.seed}"
+
+
+def method_version(c: MethodConfig) -> str:
+    return METHODS[c.method].version(c.params)
+
+
+def metric_suite_version(sweeps: list[Sweep]) -> str:
+    # One version for the suite of every registered sweep: conservative (a sweep that adds a
+    # metric makes every cell's metrics stale, which is cheap to recompute), never misses one.
+    suite = sorted({m.column: m.metric for s in sweeps for m in s.metrics}.items())
+    code = {name: METRICS[name].code_version for _, name in suite}
+    return digest({"suite": suite, "code": code}, length=16)
+
+
+@dg.observable_source_asset(partitions_def=DATA, group_name=GROUP)
+def data_spec() -> dg.DataVersionsByPartition:
+    """Identity of each dataset config: generator code, library versions, parameters, seed."""
+    return dg.DataVersionsByPartition({k: data_version(keystore.data_config(k)) for k in keystore.keys("data")})
+
+
+@dg.observable_source_asset(partitions_def=METHOD, group_name=GROUP)
+def method_spec() -> dg.DataVersionsByPartition:
+    """Identity of each method config: method code, library versions, parameters."""
+    return dg.DataVersionsByPartition(
+        {k: method_version(keystore.method_config(k)) for k in keystore.keys("method")}
+    )
+
+
+@dg.observable_source_asset(group_name=GROUP)
+def metric_spec() -> dg.DataVersion:
+    """Identity of the metric suite: metric code and the metrics every sweep asks for."""
+    return dg.DataVersion(metric_suite_version(keystore.sweeps()))
+
+
+SPECS = [data_spec, method_spec, metric_spec]

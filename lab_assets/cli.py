@@ -1,0 +1,198 @@
+"""`lab`: the command line. Plain, scriptable, `--json` on request; heavy imports stay inside
+the commands so `lab --help` answers at once.
+
+Exit codes: 0 success, 1 a partition failed, 2 bad input (a sweep file, a flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+BAD_INPUT, FAILED = 2, 1
+
+
+def _load(path: str):
+    from lab_assets.sweep import load_sweep
+
+    return load_sweep(path)
+
+
+def _progress_factory(enabled: bool):
+    """A rich progress bar per phase on stderr (stdout stays clean for --json)."""
+    if not enabled:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+
+    def factory(label: str, total: int):
+        if total == 0:
+            return lambda outcome: None
+        bar = Progress(TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+        bar.start()
+        task = bar.add_task(label, total=total)
+        done = [0]
+
+        def tick(outcome) -> None:
+            done[0] += 1
+            bar.update(task, advance=1)
+            if not outcome.ok:
+                console.print(f"[red]failed[/red] {outcome.job} {outcome.partition}")
+            if done[0] == total:
+                bar.stop()
+
+        return tick
+
+    return factory
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from lab_assets.execute import _defs
+    from lab_assets.instance import get_instance
+    from lab_assets.plan import make_plan
+
+    plan = make_plan(_load(args.file), get_instance(), _defs())
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return 0
+    s = plan.sweep
+    print(f"sweep {s.name} ({s.source}): {len(s.data)} data keys x {len(s.methods)} method keys = {len(s.cells)} cells")
+    print(f"metrics: {', '.join(m.column for m in s.metrics) or '(none)'}")
+    for d in s.data:
+        st = plan.datasets[d.key]
+        print(f"  data    {d.key:<28} {st.status:<8} {d.dataset} {json.dumps(d.params)} seed={d.seed}")
+    for m in s.methods:
+        print(f"  method  {m.key:<28} {'':<8} {m.method} {json.dumps(m.params)}")
+    for c in plan.cells:
+        print(f"  cell    {c.partition:<52} {c.status:<8} {c.reason}")
+    print(f"report: {plan.report.status}")
+    print(" ".join(f"{n} {k}" for k, n in plan.counts.items()))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from lab_assets.execute import iter_lines, run_sweep
+
+    sweep = _load(args.file)
+    result = run_sweep(sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet))
+    failed = result.failed
+    if args.json:
+        print(json.dumps({
+            "sweep": sweep.name,
+            "seconds": round(result.seconds, 3),
+            "before": result.plan_before.counts,
+            "materialized": {job: result.count(job) for job in ("datasets", "cells", "metric_table", "report")},
+            "failed": [o.__dict__ for o in failed],
+            "skipped": result.skipped,
+            "report": str(_report_dir(sweep.name)),
+        }, indent=2))
+    else:
+        n_cells = result.count("cells")
+        print(f"sweep {sweep.name}: {result.count('datasets')} datasets and {n_cells} cells materialized, "
+              f"{len(result.plan_before.cells) - len(result.plan_before.pending_cells())} already fresh, "
+              f"{len(failed)} failed, in {result.seconds:.1f} s")
+        for line in iter_lines(failed):
+            print(line, file=sys.stderr)
+        for cell in result.skipped:
+            print(f"SKIPPED cells {cell}: its dataset failed", file=sys.stderr)
+        _print_report(sweep.name)
+    return FAILED if failed or result.skipped else 0
+
+
+def _report_dir(name: str) -> Path:
+    from lab_assets.assets.reports import report_dir
+
+    return report_dir(name)
+
+
+def _print_report(name: str) -> None:
+    out = _report_dir(name)
+    md = out / "metrics.md"
+    if md.is_file():
+        print(md.read_text())
+        print(f"report: {out}/ (metrics.md, metrics.csv, metrics.parquet, embeddings.png, metrics_vs_k.png)")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from lab_assets.execute import iter_lines, materialize_report
+
+    sweep = _load(args.file)
+    outcomes = materialize_report(sweep)
+    for line in iter_lines(outcomes):
+        print(line, file=sys.stderr)
+    if args.json:
+        out = _report_dir(sweep.name)
+        print(json.dumps({"sweep": sweep.name, "ok": all(o.ok for o in outcomes), "report": str(out),
+                          "files": sorted(str(p) for p in out.iterdir()) if out.is_dir() else []}, indent=2))
+    else:
+        _print_report(sweep.name)
+    return 0 if all(o.ok for o in outcomes) else FAILED
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from lab_assets.instance import prepare_dagster_home
+    from lab_assets.settings import project_dir
+
+    prepare_dagster_home()
+    dagster = shutil.which("dagster", path=os.path.dirname(sys.executable)) or shutil.which("dagster")
+    if dagster is None:
+        print("lab ui: the `dagster` command is not installed in this environment", file=sys.stderr)
+        return BAD_INPUT
+    workspace = project_dir() / "workspace.yaml"
+    target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.definitions"]
+    argv = [dagster, "dev", "--host", args.host, "--port", str(args.port), *target]
+    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", flush=True)
+    os.chdir(project_dir())
+    os.execv(dagster, argv)  # hand over the process, so Ctrl-C and signals reach dagster directly
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lab", description="Sweeps of datasets x methods x seeds as Dagster assets.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sweep = sub.add_parser("sweep", help="plan or run a sweep file").add_subparsers(dest="action", required=True)
+    plan = sweep.add_parser("plan", help="dry run: the grid, its keys, and which cells are fresh/stale/missing")
+    plan.add_argument("file")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.set_defaults(fn=cmd_plan)
+    run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
+    run.add_argument("file")
+    run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
+    run.add_argument("--json", action="store_true", help="machine-readable summary, no progress bar")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(fn=cmd_run)
+
+    report = sub.add_parser("report", help="write a sweep's table (Parquet, CSV, Markdown) and figures")
+    report.add_argument("file")
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(fn=cmd_report)
+
+    ui = sub.add_parser("ui", help="start the Dagster UI (dagster dev) on this machine only")
+    ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(fn=cmd_ui)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "workers", None) is not None and args.workers < 1:
+        print("lab: --workers must be at least 1", file=sys.stderr)
+        return BAD_INPUT
+    from lab_assets.sweep import SweepError
+
+    try:
+        return args.fn(args)
+    except SweepError as e:
+        print(f"lab: invalid sweep\n{e}", file=sys.stderr)
+        return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

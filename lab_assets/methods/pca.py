@@ -1,0 +1,14 @@
+"""Principal component analysis: the linear baseline every other method is compared with."""
+
+from typing import Annotated
+
+from pydantic import Field
+from sklearn.decomposition import PCA
+
+from lab_assets.methods import METHODS
+
+
+@METHODS("pca", packages=["scikit-learn"])
+def pca(seed: int, *, n_components: Annotated[int, Field(ge=1)] = 2, whiten: bool = False) -> PCA:
+    """Exact PCA (full SVD, so the result does not depend on the seed)."""
+    return PCA(n_components=n_components, whiten=whiten, svd_solver="full", random_state=seed)

@@ -1,0 +1,157 @@
+"""Exact k-nearest-neighbour structure of a dataset and of its embedding, shared by all metrics.
+
+One search per space at the largest k any metric needs (`k_max`); a metric at k <= k_max reads
+the first k columns. Neighbours exclude the point itself; ranks count from 1 (the nearest).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from sklearn.neighbors import NearestNeighbors
+
+# Elements (float64) of one block of the chunked rank computation, ~32 MB: bounds memory at
+# O(chunk * n) whatever n is.
+_BLOCK = 1 << 22
+
+
+class Neighborhoods:
+    """kNN of every point in the data `X` (n, D) and in the embedding `Z` (n, d), at `k_max`.
+
+    `data_idx`, `data_dist`, `emb_idx`, `emb_dist`: (n, k_max) arrays, each row sorted by
+    increasing euclidean distance.
+    """
+
+    def __init__(self, X, Z, k_max: int):
+        X = _as_points(X, "X (data)")
+        Z = _as_points(Z, "Z (embedding)")
+        if X.shape[0] != Z.shape[0]:
+            raise ValueError(
+                f"X (data) has {X.shape[0]} rows but Z (embedding) has {Z.shape[0]}; "
+                "they must describe the same points"
+            )
+        if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 1:
+            raise ValueError(f"k_max must be a positive integer, got {k_max!r}")
+        n = X.shape[0]
+        if k_max >= n:
+            raise ValueError(
+                f"k={k_max} needs at least {k_max + 1} points, the dataset has {n}"
+            )
+        self.X, self.Z, self.n, self.k_max = X, Z, n, int(k_max)
+        self.data_idx, self.data_dist = _knn(X, self.k_max)
+        self.emb_idx, self.emb_dist = _knn(Z, self.k_max)
+
+    def check_k(self, k: int) -> None:
+        """ValueError unless the slices at k exist."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got k={k}")
+        if k > self.k_max:
+            raise ValueError(
+                f"k={k} exceeds k_max={self.k_max} that these neighbourhoods were built with"
+            )
+
+    def data_rank(self, rows, cols) -> np.ndarray:
+        """Rank of point cols[t] among the data-space neighbours of rows[t] (1 = nearest)."""
+        return _rank(self.X, rows, cols)
+
+    def emb_rank(self, rows, cols) -> np.ndarray:
+        """Rank of point cols[t] among the embedding-space neighbours of rows[t] (1 = nearest)."""
+        return _rank(self.Z, rows, cols)
+
+    @cached_property
+    def emb_nbrs_data_rank(self) -> np.ndarray:
+        """(n, k_max): data-space rank of each embedding neighbour (what trustworthiness needs)."""
+        return self._cross_rank(self.emb_idx, self.data_idx, self.data_rank)
+
+    @cached_property
+    def data_nbrs_emb_rank(self) -> np.ndarray:
+        """(n, k_max): embedding-space rank of each data neighbour (what continuity needs)."""
+        return self._cross_rank(self.data_idx, self.emb_idx, self.emb_rank)
+
+    def _cross_rank(self, idx, other_idx, rank_fn) -> np.ndarray:
+        # Neighbours that are also among the other space's k_max nearest take their rank from
+        # the kNN lists for free; only the rest need a distance scan. Taking positions from
+        # the same lists the metrics slice keeps "rank <= k" identical to "in the first k".
+        ranks = positions(idx, other_idx)
+        rows, cols = np.nonzero(ranks == 0)
+        if rows.size:
+            # Beyond the other list by construction; the clamp only matters under exact ties.
+            ranks[rows, cols] = np.maximum(rank_fn(rows, idx[rows, cols]), self.k_max + 1)
+        return ranks
+
+
+def _as_points(A, name: str) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (points x features), got shape {A.shape}")
+    if A.shape[0] < 2 or A.shape[1] < 1:
+        raise ValueError(f"{name} needs at least 2 points and 1 feature, got shape {A.shape}")
+    bad = ~np.isfinite(A).all(axis=1)
+    if bad.any():
+        raise ValueError(
+            f"{name} has non-finite values (NaN or inf) in {int(bad.sum())} rows, "
+            f"first at row {int(np.flatnonzero(bad)[0])}"
+        )
+    return A
+
+
+def _knn(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = NearestNeighbors(n_neighbors=k).fit(A).kneighbors(return_distance=False)
+    # sklearn's brute-force path uses |a|^2 - 2ab + |b|^2, which loses the small distances
+    # that LID's logarithms depend on; recompute them from differences and re-sort.
+    dist = np.empty(idx.shape)
+    step = max(1, _BLOCK // (k * A.shape[1]))
+    for s in range(0, A.shape[0], step):
+        diff = A[idx[s : s + step]] - A[s : s + step, None, :]
+        dist[s : s + step] = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    order = np.argsort(dist, axis=1, kind="stable")
+    return np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
+
+
+def positions(idx: np.ndarray, other_idx: np.ndarray) -> np.ndarray:
+    """1-based position of idx[i, j] in other_idx[i], or 0 if absent (vectorised over rows)."""
+    n, k = other_idx.shape
+    rows = np.arange(n, dtype=np.int64)[:, None]
+    # Tag each index with its row so one global sort/search handles all rows at once.
+    keys = (rows * n + other_idx).ravel()
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    query = (rows * n + idx).ravel()
+    at = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
+    found = sorted_keys[at] == query
+    pos = np.where(found, order[at] % k + 1, 0)
+    return pos.reshape(idx.shape).astype(np.int64)
+
+
+def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
+    """1 + number of other points strictly closer to rows[t] than cols[t] is (exact distances)."""
+    rows = np.asarray(rows, dtype=np.int64).ravel()
+    cols = np.asarray(cols, dtype=np.int64).ravel()
+    if rows.shape != cols.shape:
+        raise ValueError(f"rows and cols must have the same length, got {rows.size} and {cols.size}")
+    if (rows == cols).any():
+        raise ValueError("a point has no rank among its own neighbours (rows[t] == cols[t])")
+    n = A.shape[0]
+    out = np.empty(rows.size, dtype=np.int64)
+    order = np.argsort(rows, kind="stable")
+    urows, starts = np.unique(rows[order], return_index=True)
+    bounds = np.append(starts, rows.size)
+    step = max(1, _BLOCK // n)
+    for a in range(0, urows.size, step):
+        chunk = urows[a : a + step]
+        # Squared distances order like distances and avoid the sqrt's rounding merging values.
+        d = cdist(A[chunk], A, "sqeuclidean")
+        d[np.arange(chunk.size), chunk] = np.inf  # the point itself is never a neighbour
+        for i in range(chunk.size):
+            pairs = order[bounds[a + i] : bounds[a + i + 1]]
+            row = d[i]
+            threshold = row[cols[pairs]]
+            # A few thresholds: one pass per threshold beats sorting the row (n log n).
+            if threshold.size <= 8:
+                out[pairs] = 1 + np.count_nonzero(row < threshold[:, None], axis=1)
+            else:
+                row.sort()
+                out[pairs] = 1 + np.searchsorted(row, threshold, side="left")
+    return out

@@ -1,0 +1,27 @@
+"""The partition shape (see DESIGN.md): datasets by `data`, experiments by `data x method`.
+
+Both dimensions are dynamic: `lab sweep run` (or the sweep sensor) registers the keys a sweep
+declares. Multi-partition key strings order dimensions by name: "<data>|<method>".
+"""
+
+import warnings
+
+import dagster as dg
+
+# The beta APIs this package builds on (MultiToSingleDimensionPartitionMapping,
+# observable_source_asset) were chosen deliberately (DESIGN.md); one warning per process per use
+# would drown every run's log.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+DATA = dg.DynamicPartitionsDefinition(name="data")
+METHOD = dg.DynamicPartitionsDefinition(name="method")
+SWEEP = dg.DynamicPartitionsDefinition(name="sweep")
+CELL = dg.MultiPartitionsDefinition({"data": DATA, "method": METHOD})
+
+# A cell depends on one data key (its dataset) and one method key (its method's spec).
+CELL_TO_DATA = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="data")
+CELL_TO_METHOD = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="method")
+
+
+def cell_key(data: str, method: str) -> dg.MultiPartitionKey:
+    return dg.MultiPartitionKey({"data": data, "method": method})

@@ -1,0 +1,146 @@
+"""One registry per kind of thing (datasets, methods, metrics).
+
+An entry is one plain function. Its keyword-only parameters *are* its sweep parameters: the
+registry turns the signature into a strict pydantic model, so a sweep file is validated against
+exactly what the function accepts, with the allowed values in the error. The entry's code
+version is a digest of its module's source plus the versions of the libraries it names, so
+editing one method's file (or upgrading its library) changes only that method's version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import pkgutil
+import sys
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+
+class RegistryError(ValueError):
+    """A name or a parameter that the registry does not accept."""
+
+
+def digest(obj: Any, length: int = 8) -> str:
+    """Short, stable hash of a JSON-able object (keys sorted, so dict order never matters)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str
+    name: str
+    fn: Callable[..., Any]
+    packages: tuple[str, ...] = ()
+    # Optional: extra identity of the inputs that the parameters alone don't capture
+    # (the content hash of a user's file, say). Called with the validated parameters.
+    fingerprint: Callable[[dict[str, Any]], str] | None = None
+    description: str = field(default="", compare=False)
+
+    @cached_property
+    def params_model(self) -> type[pydantic.BaseModel]:
+        fields: dict[str, Any] = {}
+        hints = typing.get_type_hints(self.fn, include_extras=True)
+        for p in inspect.signature(self.fn).parameters.values():
+            if p.kind is not inspect.Parameter.KEYWORD_ONLY:
+                continue
+            annotation = hints.get(p.name, Any)
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[p.name] = (annotation, default)
+        config = pydantic.ConfigDict(extra="forbid", strict=True)
+        return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
+
+    @cached_property
+    def code_version(self) -> str:
+        source = Path(inspect.getsourcefile(self.fn) or "").read_bytes()
+        versions = {p: package_version(p) for p in self.packages}
+        return digest({"source": hashlib.sha256(source).hexdigest(), "packages": versions})
+
+    def validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The full parameter set (defaults filled in), or pydantic.ValidationError."""
+        return self.params_model.model_validate(params).model_dump(mode="json")
+
+    def version(self, params: dict[str, Any]) -> str:
+        """Identity of what this entry computes for these parameters: code, libraries, inputs."""
+        parts = {"code": self.code_version, "params": params}
+        if self.fingerprint is not None:
+            parts["inputs"] = self.fingerprint(params)
+        return digest(parts, length=16)
+
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        return self.fn(*args, **params)
+
+
+class Registry:
+    """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules."""
+
+    def __init__(self, kind: str, package: str):
+        self.kind = kind
+        self.package = package
+        self._entries: dict[str, Entry] = {}
+        self._discovered = False
+
+    def __call__(
+        self,
+        name: str,
+        *,
+        packages: Iterable[str] = (),
+        fingerprint: Callable[[dict[str, Any]], str] | None = None,
+    ) -> Callable[[Callable[..., Any]], Entry]:
+        def register(fn: Callable[..., Any]) -> Entry:
+            if name in self._entries:
+                raise RegistryError(f"{self.kind} {name!r} is registered twice")
+            entry = Entry(
+                kind=self.kind,
+                name=name,
+                fn=fn,
+                packages=tuple(packages),
+                fingerprint=fingerprint,
+                description=inspect.getdoc(fn) or "",
+            )
+            self._entries[name] = entry
+            return entry
+
+        return register
+
+    def _discover(self) -> None:
+        # Import every module of the package once, so that adding an entry is adding a file.
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = sys.modules[self.package]
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{self.package}.{info.name}")
+
+    def names(self) -> list[str]:
+        self._discover()
+        return sorted(self._entries)
+
+    def __getitem__(self, name: str) -> Entry:
+        self._discover()
+        try:
+            return self._entries[name]
+        except KeyError:
+            allowed = ", ".join(self.names())
+            raise RegistryError(f"unknown {self.kind} {name!r}; allowed: {allowed}") from None
+
+    def __contains__(self, name: str) -> bool:
+        self._discover()
+        return name in self._entries

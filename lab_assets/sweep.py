@@ -1,0 +1,217 @@
+"""Sweep files: validation, grid expansion and partition keys.
+
+A sweep names datasets, methods and metrics with their parameters; any list expands as a grid.
+Every (dataset config, seed) becomes a `data` key, every method config a `method` key, and each
+key is `<name>-<digest of the full parameters>` so that an edited config gets a new key instead
+of silently overwriting an old result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+import yaml
+from pydantic import Field
+
+from lab_assets.datasets import DATASETS
+from lab_assets.methods import METHODS
+from lab_assets.metrics import METRICS
+from lab_assets.registry import Registry, RegistryError, digest
+
+KEY_DIGEST_LENGTH = 6
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be run; the message names the file, the field and the fix."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str
+    params: dict[str, Any]
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}-{digest([self.dataset, self.params], KEY_DIGEST_LENGTH)}~s{self.seed}"
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    method: str
+    params: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.method}-{digest([self.method, self.params], KEY_DIGEST_LENGTH)}"
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    metric: str
+    params: dict[str, Any]
+
+    @property
+    def column(self) -> str:
+        """`trustworthiness@k=15`; several parameters are joined sorted: `lid@k=15,space=data`."""
+        args = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.metric}@{args}" if args else self.metric
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    source: str
+    data: list[DataConfig]
+    methods: list[MethodConfig]
+    metrics: list[MetricConfig]
+    schedule: str | None = None
+    description: str = ""
+    cells: list[tuple[str, str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cells = [(d.key, m.key) for d in self.data for m in self.methods]
+        object.__setattr__(self, "cells", cells)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("cells")
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Sweep:
+        return cls(
+            name=obj["name"],
+            source=obj["source"],
+            data=[DataConfig(**d) for d in obj["data"]],
+            methods=[MethodConfig(**m) for m in obj["methods"]],
+            metrics=[MetricConfig(**m) for m in obj["metrics"]],
+            schedule=obj.get("schedule"),
+            description=obj.get("description", ""),
+        )
+
+
+Params = dict[str, Any] | None
+
+
+class SweepFile(pydantic.BaseModel):
+    """The file's shape; entry parameters are checked against each registry entry afterwards."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+    description: str = ""
+    data: Annotated[dict[str, Params], Field(min_length=1)]
+    seeds: Annotated[list[Annotated[int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1)] = [0]
+    methods: Annotated[dict[str, Params], Field(min_length=1)]
+    metrics: dict[str, Params] = {}
+    schedule: str | None = None
+
+    @pydantic.field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be unique, got {seeds}")
+        return seeds
+
+    @pydantic.field_validator("schedule")
+    @classmethod
+    def _cron(cls, schedule: str | None) -> str | None:
+        from dagster._utils.schedules import is_valid_cron_string
+
+        if schedule is not None and not is_valid_cron_string(schedule):
+            raise ValueError(f"not a valid cron string: {schedule!r} (e.g. '0 3 * * *')")
+        return schedule
+
+
+def _grid(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """{'k': [15, 50], 'x': 1} -> [{'k': 15, 'x': 1}, {'k': 50, 'x': 1}] (Hydra --multirun)."""
+    axes = [[(name, v) for v in (value if isinstance(value, list) else [value])] for name, value in params.items()]
+    return [dict(combo) for combo in itertools.product(*axes)]
+
+
+def _pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: list[str] | None) -> list[str]:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in (where, *e["loc"]) if p != "")
+        if e["type"] == "extra_forbidden":
+            hint = f"; allowed: {', '.join(allowed_params)}" if allowed_params is not None else ""
+            lines.append(f"{loc}: unknown field{hint}")
+        elif e["type"] == "missing":
+            lines.append(f"{loc}: required field is missing")
+        else:
+            lines.append(f"{loc}: {e['msg']} (got {e['input']!r})")
+    return lines
+
+
+def _expand(section: str, entries: dict[str, Params], registry: Registry, errors: list[str]) -> list[tuple[str, dict]]:
+    out = []
+    for name, params in entries.items():
+        try:
+            entry = registry[name]
+        except RegistryError as e:
+            errors.append(f"{section}.{name}: {e}")
+            continue
+        allowed = sorted(entry.params_model.model_fields)
+        for combo in _grid(params or {}):
+            try:
+                out.append((name, entry.validate(combo)))
+            except pydantic.ValidationError as e:
+                errors.extend(_pydantic_lines(f"{section}.{name}", e, allowed))
+                break  # one report per entry, not one per grid point
+    return out
+
+
+def parse_sweep(text: str, source: str) -> Sweep:
+    """Validate a sweep file's text; every problem found is listed in one SweepError."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise SweepError(f"{source}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise SweepError(f"{source}: expected a mapping with name, data, methods (got {type(raw).__name__})")
+    try:
+        spec = SweepFile.model_validate(raw)
+    except pydantic.ValidationError as e:
+        lines = _pydantic_lines("", e, sorted(SweepFile.model_fields))
+        raise SweepError(f"{source}: " + f"\n{source}: ".join(lines)) from None
+
+    errors: list[str] = []
+    data = _expand("data", spec.data, DATASETS, errors)
+    methods = _expand("methods", spec.methods, METHODS, errors)
+    metrics = _expand("metrics", spec.metrics, METRICS, errors)
+    if errors:
+        raise SweepError(f"{source}: " + f"\n{source}: ".join(errors))
+    return Sweep(
+        name=spec.name,
+        source=source,
+        description=spec.description,
+        data=[DataConfig(name, params, seed) for name, params in data for seed in spec.seeds],
+        methods=_unique([MethodConfig(name, params) for name, params in methods]),
+        metrics=_unique([MetricConfig(name, params) for name, params in metrics]),
+        schedule=spec.schedule,
+    )
+
+
+def _unique(items: list) -> list:
+    seen, out = set(), []
+    for item in items:
+        ident = digest(asdict(item))
+        if ident not in seen:
+            seen.add(ident)
+            out.append(item)
+    return out
+
+
+def load_sweep(path: str | os.PathLike[str]) -> Sweep:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise SweepError(f"{path}: cannot read sweep file: {e.strerror}") from None
+    return parse_sweep(text, str(path))
