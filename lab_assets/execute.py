@@ -12,8 +12,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -47,6 +48,10 @@ class SweepResult:
         return sum(o.ok for o in self.outcomes if o.job == job)
 
 
+# The run's full event log is in the instance (and the UI); the terminal gets errors only.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
 @cache
 def _defs():
     from lab_assets.definitions import defs
@@ -71,6 +76,7 @@ def execute_partition(job: str, partition: str | None) -> Outcome:
     result = _defs().resolve_job_def(job).execute_in_process(
         instance=get_instance(),
         partition_key=_partition_key(partition) if partition else None,
+        run_config=QUIET,
         raise_on_error=False,
     )
     errors = [
@@ -81,29 +87,45 @@ def execute_partition(job: str, partition: str | None) -> Outcome:
     return Outcome(job, partition or "", result.success, time.perf_counter() - start, result.run_id, "\n".join(errors))
 
 
-def _init_worker() -> None:
-    from threadpoolctl import threadpool_limits
+# One thread per worker for every native thread pool. These must be in the environment before
+# a worker imports NumPy/sklearn/numba: threadpoolctl can only limit libraries already loaded.
+SINGLE_THREADED = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
-    threadpool_limits(1)
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Worker processes kept for the whole sweep (imports and numba compilation are paid once
+    per worker, not per phase); None means run in this process."""
+    if workers <= 1:
+        yield None
+        return
+    saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
+    os.environ.update(SINGLE_THREADED)
+    # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(cancel_futures=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_partitions(
-    job: str, partitions: list[str], workers: int, on_done: Callable[[Outcome], None]
+    job: str, partitions: list[str], pool: ProcessPoolExecutor | None, on_done: Callable[[Outcome], None]
 ) -> list[Outcome]:
-    if workers <= 1 or len(partitions) <= 1:
-        outcomes = []
+    outcomes = []
+    if pool is None:
         for p in partitions:
             outcomes.append(execute_partition(job, p))
             on_done(outcomes[-1])
         return outcomes
-    # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(partitions)), mp_context=ctx, initializer=_init_worker) as pool:
-        futures = [pool.submit(execute_partition, job, p) for p in partitions]
-        outcomes = []
-        for f in as_completed(futures):
-            outcomes.append(f.result())
-            on_done(outcomes[-1])
+    for f in as_completed([pool.submit(execute_partition, job, p) for p in partitions]):
+        outcomes.append(f.result())
+        on_done(outcomes[-1])
     return outcomes
 
 
@@ -145,15 +167,16 @@ def run_sweep(
     before = make_plan(sweep, instance, defs)
     result = SweepResult(before)
 
-    data = before.pending_data()
-    result.outcomes += run_partitions("datasets", data, workers, progress("datasets", len(data)))
-    failed_data = {o.partition for o in result.failed}
+    with worker_pool(min(workers, len(before.pending_cells()))) as pool:
+        data = before.pending_data()
+        result.outcomes += run_partitions("datasets", data, pool, progress("datasets", len(data)))
+        failed_data = {o.partition for o in result.failed}
 
-    # Plan again: a re-materialized dataset whose content did not change leaves its cells fresh.
-    cells = [c for c in make_plan(sweep, instance, defs).pending_cells()]
-    result.skipped = [c.partition for c in cells if c.data in failed_data]
-    todo = [c.partition for c in cells if c.data not in failed_data]
-    result.outcomes += run_partitions("cells", todo, workers, progress("cells", len(todo)))
+        # Plan again: a re-materialized dataset whose content did not change leaves its cells fresh.
+        cells = make_plan(sweep, instance, defs).pending_cells()
+        result.skipped = [c.partition for c in cells if c.data in failed_data]
+        todo = [c.partition for c in cells if c.data not in failed_data]
+        result.outcomes += run_partitions("cells", todo, pool, progress("cells", len(todo)))
 
     if todo or result.outcomes or before.report.status != FRESH:
         tick = progress("report", 2)

@@ -4,6 +4,8 @@ The dataset is computed once per data key; every method's cell reads it through 
 `MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
 """
 
+import warnings
+
 import dagster as dg
 import numpy as np
 import pandas as pd
@@ -20,6 +22,8 @@ GROUP = "experiments"
 CODE_VERSION = lineage.module_version(__file__)
 # What an embedding table carries besides its coordinates, so it can be plotted on its own.
 CARRIED_COLUMNS = ["row", "split", "label"]
+# Import-time and deprecation chatter says nothing about the cell's result.
+IGNORED_WARNINGS = (ImportWarning, DeprecationWarning, PendingDeprecationWarning)
 
 
 class BadEmbeddingError(ValueError):
@@ -52,8 +56,15 @@ def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     entry = METHODS[method.method]
     table = storage.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
-    with lineage.timed() as t:
+    with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         Z = np.asarray(entry(data.seed, **method.params).fit_transform(X), dtype=np.float64)
+    # Library warnings (a disconnected kNN graph, say) belong with the cell they concern.
+    notes = sorted(
+        {f"{w.category.__name__}: {w.message}" for w in caught if not issubclass(w.category, IGNORED_WARNINGS)}
+    )
+    for note in notes:
+        context.log.warning(note)
     if Z.ndim != 2 or Z.shape[0] != len(X) or not np.isfinite(Z).all():
         raise BadEmbeddingError(
             f"cell {cell}: {method.method} returned shape {Z.shape} with "
@@ -65,7 +76,7 @@ def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
     path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
     return dg.MaterializeResult(
-        metadata=lineage.metadata(prov, t, len(df), path, n_components=Z.shape[1]),
+        metadata=lineage.metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
         data_version=content_version(df),
     )
 

@@ -1,0 +1,56 @@
+"""Baseline: a sweep's computations in a bare single-process Python loop, without Dagster.
+
+Same library functions as the assets (dataset generators, methods, metrics, split); no storage,
+no orchestration. `python benchmarks/plain_loop.py sweeps/demo.yaml` prints per-phase seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lab_assets.assets.datasets import GENERATE_STREAM, raw_frame, rng
+from lab_assets.datasets import DATASETS
+from lab_assets.methods import METHODS
+from lab_assets.metrics import METRICS
+from lab_assets.metrics.neighbors import Neighborhoods
+from lab_assets.sweep import load_sweep
+
+
+def run(path: str) -> dict:
+    sweep = load_sweep(path)
+    seconds: dict[str, float] = defaultdict(float)
+    start = time.perf_counter()
+    for d in sweep.data:
+        t = time.perf_counter()
+        X = raw_frame(DATASETS[d.dataset](rng(d.seed, GENERATE_STREAM), **d.params), d.key)
+        X = X[[c for c in X.columns if c.startswith("x")]].to_numpy()
+        seconds["datasets"] += time.perf_counter() - t
+        for m in sweep.methods:
+            t = time.perf_counter()
+            Z = np.asarray(METHODS[m.method](d.seed, **m.params).fit_transform(X), dtype=np.float64)
+            seconds[f"method:{m.method}"] += time.perf_counter() - t
+            t = time.perf_counter()
+            k_max = max((mc.params.get("k", 0) for mc in sweep.metrics), default=0)
+            nb = Neighborhoods(X, Z, k_max)
+            for mc in sweep.metrics:
+                METRICS[mc.metric](nb, **mc.params)
+            seconds["metrics"] += time.perf_counter() - t
+    seconds["total"] = time.perf_counter() - start
+    return {"sweep": sweep.name, "cells": len(sweep.cells), "seconds": {k: round(v, 2) for k, v in seconds.items()}}
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("sweep")
+    p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1, like a sweep worker)")
+    args = p.parse_args()
+    with threadpool_limits(args.threads):
+        json.dump(run(args.sweep), sys.stdout, indent=2)
+    print()
