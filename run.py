@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Set-up and entry commands that need nothing but Python and pip.
+
+    python3 run.py demo        # create .venv if needed, install, materialize sweeps/demo.yaml
+    python3 run.py test        # create .venv if needed, install, run the default test suite
+    python3 run.py test-slow   # the slow tests (full-size sweeps), kept out of the default run
+    python3 run.py bench       # benchmarks/ (writes numbers to compare with BENCHMARKS.md)
+
+The virtualenv is reused while constraints.txt and pyproject.toml are unchanged (a stamp file
+records their hash), so a second run starts at once; materialized assets are reused by `lab`.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".lab_assets-installed"
+INPUTS = ("constraints.txt", "pyproject.toml")
+
+COMMANDS = {
+    "demo": [str(BIN / "lab"), "sweep", "run", "sweeps/demo.yaml"],
+    "test": [str(BIN / "python"), "-m", "pytest", "-q"],
+    "test-slow": [str(BIN / "python"), "-m", "pytest", "-q", "-m", "slow"],
+    "bench": [str(BIN / "python"), "benchmarks/run_all.py"],
+}
+
+
+def ensure_venv() -> None:
+    wanted = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in INPUTS)).hexdigest()
+    if STAMP.is_file() and STAMP.read_text() == wanted:
+        return
+    if not (BIN / "python").exists():
+        print(f"run.py: creating {VENV}", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    print("run.py: installing pinned dependencies (constraints.txt)", flush=True)
+    pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "-c", "constraints.txt", "-e", ".[test]"], cwd=ROOT, check=True)
+    STAMP.write_text(wanted)
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    ensure_venv()
+    cmd = COMMANDS[sys.argv[1]] + sys.argv[2:]
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
