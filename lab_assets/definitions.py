@@ -10,10 +10,10 @@ from lab_assets.assets.specs import SPECS
 # The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
 # Dagster wants one partitions definition per job, so each spec source gets its own job.
 observe_jobs = [dg.define_asset_job(f"observe_{s.key.to_user_string()}", selection=[s.key]) for s in SPECS]
-datasets_job = dg.define_asset_job("datasets", selection=[raw_dataset, dataset])
-cells_job = dg.define_asset_job("cells", selection=[embedding, metrics])
-metric_table_job = dg.define_asset_job("metric_table", selection=[metric_table])
-report_job = dg.define_asset_job("report", selection=[report])
+datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
+cells_job = dg.define_asset_job("materialize_cells", selection=[embedding, metrics])
+metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
+report_job = dg.define_asset_job("materialize_report", selection=[report])
 
 defs = dg.Definitions(
     assets=[*SPECS, raw_dataset, dataset, embedding, metrics, metric_table, report],

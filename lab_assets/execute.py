@@ -68,22 +68,29 @@ def _partition_key(partition: str):
     return partition
 
 
+def _root_cause(error) -> str:
+    """The user's exception, not Dagster's wrapper around it."""
+    if error is None:
+        return "failed (see the run's logs)"
+    while error.cause is not None:
+        error = error.cause
+    return f"{error.cls_name}: {error.message.strip()}" if error.cls_name else error.message.strip()
+
+
 def execute_partition(job: str, partition: str | None) -> Outcome:
-    """One Dagster run of `job` for one partition (None: unpartitioned), in this process."""
+    """One Dagster run for one partition (None: unpartitioned), in this process. `job` is
+    "datasets", "cells", "metric_table" or "report" (the `materialize_<job>` job), or
+    "observe_<spec>"."""
     from lab_assets.instance import get_instance
 
     start = time.perf_counter()
-    result = _defs().resolve_job_def(job).execute_in_process(
+    result = _defs().resolve_job_def(job if job.startswith("observe_") else f"materialize_{job}").execute_in_process(
         instance=get_instance(),
         partition_key=_partition_key(partition) if partition else None,
         run_config=QUIET,
         raise_on_error=False,
     )
-    errors = [
-        e.step_failure_data.error.message.strip()
-        for e in result.all_events
-        if e.is_step_failure and e.step_failure_data.error is not None
-    ]
+    errors = [_root_cause(e.step_failure_data.error) for e in result.all_events if e.is_step_failure]
     return Outcome(job, partition or "", result.success, time.perf_counter() - start, result.run_id, "\n".join(errors))
 
 

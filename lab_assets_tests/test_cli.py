@@ -1,0 +1,94 @@
+"""The `lab` command as a user runs it: exit codes, error messages, JSON, a killed run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from lab_assets_tests.conftest import lab_cli
+
+
+def test_help_lists_the_commands(lab):
+    out = lab_cli("--help", cwd=lab)
+    assert out.returncode == 0
+    for word in ("sweep", "report", "ui"):
+        assert word in out.stdout
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (("pca: {}", "pcaa: {}"), ["methods.pcaa", "unknown method 'pcaa'", "allowed: isomap, pca, phate, tsne, umap"]),
+        (("n_neighbors: 12", "n_neighbors: twelve"), ["methods.isomap.n_neighbors", "valid integer", "'twelve'"]),
+        (("n_neighbors: 12", "n_neigbors: 12"), ["methods.isomap.n_neigbors", "allowed: n_components, n_neighbors"]),
+        (("k: [5, 10]", "k: [5, 0]"), ["metrics.trustworthiness.k", "greater than or equal to 1"]),
+        (("seeds: [0]", "seeds: [0"), ["not valid YAML"]),
+    ],
+)
+def test_bad_sweep_is_refused_with_a_named_error_and_nothing_run(lab, edit, expected):
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace(*edit))
+    for action in ("plan", "run"):
+        out = lab_cli("sweep", action, "sweeps/tiny.yaml", cwd=lab)
+        assert out.returncode == 2, out.stderr
+        assert "sweeps/tiny.yaml" in out.stderr
+        for text in expected:
+            assert text in out.stderr
+    assert not (lab / ".lab" / "assets").exists()
+    assert not (lab / ".lab" / "keys").exists()
+
+
+def test_missing_sweep_file(lab):
+    out = lab_cli("sweep", "plan", "sweeps/nope.yaml", cwd=lab)
+    assert out.returncode == 2 and "sweeps/nope.yaml: cannot read sweep file" in out.stderr
+
+
+def test_plan_run_plan_report_in_parallel(lab):
+    before = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert before["counts"] == {"missing": 4, "stale": 0, "fresh": 0}
+    assert len(before["cells"]) == 4 and all("|" in c["partition"] for c in before["cells"])
+
+    out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "2", "--json", cwd=lab)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["materialized"] == {"datasets": 2, "cells": 4, "metric_table": 1, "report": 1}
+
+    after = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert after["counts"] == {"missing": 0, "stale": 0, "fresh": 4}
+    assert after["report"]["status"] == "fresh"
+
+    report = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)
+    assert report.returncode == 0
+    assert "trustworthiness@k=5" in report.stdout and "embeddings.png" in report.stdout
+
+
+def test_killed_run_leaves_no_torn_file_and_resumes(lab):
+    env = os.environ.copy()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
+        cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    embeddings = lab / ".lab" / "assets" / "embedding"
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(embeddings.glob("*/*.parquet")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert list(embeddings.glob("*/*.parquet")), "the run was killed before any cell finished"
+
+    # Whatever is at a final path is complete and readable; temporaries are never final paths.
+    for f in (lab / ".lab" / "assets").rglob("*.parquet"):
+        assert not f.name.startswith(".")
+        pd.read_parquet(f)
+
+    out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", cwd=lab)
+    assert out.returncode == 0, out.stderr
+    again = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert again["counts"]["fresh"] == 4
+    table = pd.read_parquet(lab / ".lab" / "reports" / "tiny" / "metrics.parquet")
+    assert len(table) == 4

@@ -1,0 +1,42 @@
+"""The definitions load, validate with Dagster's own CLI, and have the documented shape."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from lab_assets.definitions import defs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_dagster_definitions_validate():
+    dagster = Path(sys.executable).parent / "dagster"
+    out = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_asset_graph_and_partitions():
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
+
+    def parents(asset):
+        return {k.to_user_string() for k in graph.get(dg.AssetKey(asset)).parent_keys}
+
+    assert parents("dataset") == {"raw_dataset"}
+    assert parents("embedding") == {"dataset", "method_spec"}
+    assert parents("metrics") == {"embedding", "dataset", "metric_spec"}
+    assert parents("report") == {"metric_table", "embedding"}
+
+    cell = graph.get(dg.AssetKey("embedding")).partitions_def
+    assert isinstance(cell, dg.MultiPartitionsDefinition)
+    assert [d.name for d in cell.partitions_defs] == ["data", "method"]
+    assert graph.get(dg.AssetKey("dataset")).partitions_def.name == "data"
+    assert graph.get(dg.AssetKey("metric_table")).partitions_def is None
+    for asset in ("raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"):
+        assert graph.get(dg.AssetKey(asset)).code_version, asset

@@ -1,0 +1,146 @@
+"""The tiny sweep end to end through a real Dagster instance: partitions, materializations,
+lineage metadata, the metric table, staleness, reproducibility and failure isolation."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.manifold import trustworthiness as sk_trustworthiness
+
+import dagster as dg
+from lab_assets import execute, keystore, storage
+from lab_assets.execute import execute_partition, run_sweep
+from lab_assets.instance import get_instance
+from lab_assets.methods import METHODS
+from lab_assets.plan import FRESH, MISSING, STALE, make_plan
+from lab_assets.sweep import load_sweep
+
+LINEAGE_KEYS = {
+    "config", "seed", "git_sha", "git_dirty", "code_version", "packages", "device",
+    "wall_seconds", "compute_seconds", "dagster/row_count", "path",
+}
+
+
+def materializations(asset: str) -> dict:
+    """Latest materialization per partition of one asset."""
+    records = get_instance().fetch_materializations(dg.AssetKey(asset), limit=1000).records
+    latest = {}
+    for r in sorted(records, key=lambda r: r.storage_id):
+        latest[r.asset_materialization.partition] = r.asset_materialization
+    return latest
+
+
+def plan(sweep):
+    return make_plan(sweep, get_instance(), execute._defs())
+
+
+def test_tiny_sweep_end_to_end(lab):
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    assert plan(sweep).counts == {MISSING: 4, STALE: 0, FRESH: 0}
+
+    result = run_sweep(sweep, workers=1)
+    assert not result.failed and not result.skipped
+    assert result.count("datasets") == 2 and result.count("cells") == 4
+
+    inst = get_instance()
+    assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
+    assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
+    assert inst.get_dynamic_partitions("sweep") == ["tiny"]
+
+    cells = {f"{d}|{m}" for d, m in sweep.cells}
+    for asset in ("embedding", "metrics"):
+        mats = materializations(asset)
+        assert set(mats) == cells
+        for m in mats.values():
+            assert LINEAGE_KEYS <= set(m.metadata), asset
+    for asset in ("raw_dataset", "dataset"):
+        assert set(materializations(asset)) == {d.key for d in sweep.data}
+    data_meta = materializations("dataset")[sweep.data[0].key].metadata
+    assert data_meta["seed"].value == 0
+    assert data_meta["config"].value == {"dataset": "swissroll", "n_samples": 150, "noise": 0.05}
+    assert data_meta["train_rows"].value + data_meta["test_rows"].value == 150
+    assert set(materializations("report")) == {"tiny"}
+
+    # The metric table: one row per cell, carrying its partition and git SHA; values agree
+    # with scikit-learn recomputed from the stored dataset and embedding files.
+    table = pd.read_parquet(storage.asset_path("metric_table"))
+    assert set(table["partition"]) == cells
+    assert table["git_sha"].notna().all()
+    for _, row in table.iterrows():
+        X = pd.read_parquet(storage.asset_path("dataset", row["data"])).filter(regex=r"^x\d+$").to_numpy()
+        Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
+        for k in (5, 10):
+            assert row[f"trustworthiness@k={k}"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=k), abs=1e-9)
+        assert row["lid@k=10,space=embedding"] > 0
+
+    report_dir = lab / ".lab" / "reports" / "tiny"
+    for name in ("metrics.parquet", "metrics.csv", "metrics.md", "embeddings.png", "metrics_vs_k.png"):
+        assert (report_dir / name).stat().st_size > 0
+    assert (report_dir / "embeddings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # Nothing to do the second time.
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 4}
+    again = run_sweep(sweep, workers=1)
+    assert again.outcomes == []
+
+
+def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    # A new code version for pca, as editing lab_assets/methods/pca.py would give.
+    monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
+    states = {c.partition: c.status for c in plan(sweep).cells}
+    assert {p for p, s in states.items() if s == STALE} == {p for p in states if "|pca-" in p}
+    assert {p for p, s in states.items() if s == FRESH} == {p for p in states if "|isomap-" in p}
+
+    result = run_sweep(sweep, workers=1)
+    assert sorted(o.partition for o in result.outcomes if o.job == "cells") == sorted(p for p in states if "|pca-" in p)
+    assert result.count("datasets") == 0
+    assert plan(sweep).counts[FRESH] == 4
+
+
+def test_edited_parameters_make_new_keys_not_overwrites(lab):
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    text = (lab / "sweeps" / "tiny.yaml").read_text().replace("n_neighbors: 12", "n_neighbors: 8")
+    (lab / "sweeps" / "tiny.yaml").write_text(text)
+    edited = load_sweep(lab / "sweeps" / "tiny.yaml")
+    states = {c.partition: c.status for c in plan(edited).cells}
+    assert sorted(states.values()) == [FRESH, FRESH, MISSING, MISSING]
+    old_isomap = next(m.key for m in sweep.methods if m.method == "isomap")
+    assert old_isomap not in {m.key for m in edited.methods}
+    # The old result stays where it was.
+    assert storage.asset_path("embedding", f"{sweep.data[0].key}|{old_isomap}").is_file()
+
+
+def test_same_cell_twice_gives_identical_numbers(lab):
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    cell = f"{sweep.data[0].key}|{next(m.key for m in sweep.methods if m.method == 'isomap')}"
+    first_embedding = pd.read_parquet(storage.asset_path("embedding", cell))
+    first_metrics = pd.read_parquet(storage.asset_path("metrics", cell))
+    assert execute_partition("cells", cell).ok
+    pd.testing.assert_frame_equal(pd.read_parquet(storage.asset_path("embedding", cell)), first_embedding)
+    pd.testing.assert_frame_equal(pd.read_parquet(storage.asset_path("metrics", cell)), first_metrics)
+    # And Dagster sees the same data version, so nothing downstream turns stale.
+    mats = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=100).records
+    versions = [r.asset_materialization.tags["dagster/data_version"] for r in mats if r.asset_materialization.partition == cell]
+    assert len(versions) == 2 and versions[0] == versions[1]
+
+
+def test_a_bad_dataset_fails_alone(lab):
+    rows = np.random.default_rng(0).normal(size=(60, 3))
+    rows[7, 1] = np.nan
+    pd.DataFrame(rows, columns=["a", "b", "c"]).to_csv(lab / "broken.csv", index=False)
+    text = (lab / "sweeps" / "tiny.yaml").read_text().replace(
+        "data:\n", "data:\n  file: {path: broken.csv}\n"
+    )
+    (lab / "sweeps" / "tiny.yaml").write_text(text)
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    result = run_sweep(sweep, workers=1)
+    broken = next(d.key for d in sweep.data if d.dataset == "file")
+    assert [o.partition for o in result.failed] == [broken]
+    assert "1 of 60 rows have NaN/inf" in result.failed[0].error
+    assert sorted(result.skipped) == sorted(f"{broken}|{m.key}" for m in sweep.methods)
+    assert result.count("cells") == 4  # the other datasets' cells are untouched
+    assert not storage.asset_path("raw_dataset", broken).exists()
+    assert keystore.data_config(broken).params["path"] == "broken.csv"
