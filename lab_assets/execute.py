@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from lab_assets import keystore
+from lab_assets.instance import get_instance
 from lab_assets.plan import FRESH, SweepPlan, make_plan
 from lab_assets.sweep import Sweep
 
@@ -81,8 +82,6 @@ def execute_partition(job: str, partition: str | None) -> Outcome:
     """One Dagster run for one partition (None: unpartitioned), in this process. `job` is
     "datasets", "cells", "metric_table" or "report" (the `materialize_<job>` job), or
     "observe_<spec>"."""
-    from lab_assets.instance import get_instance
-
     start = time.perf_counter()
     result = _defs().resolve_job_def(job if job.startswith("observe_") else f"materialize_{job}").execute_in_process(
         instance=get_instance(),
@@ -137,9 +136,7 @@ def run_partitions(
 
 
 def register(sweep: Sweep) -> None:
-    """Record what the sweep's keys mean, add them to Dagster, and observe their specs."""
-    from lab_assets.instance import get_instance
-
+    """Record what the sweep's keys mean and add them to Dagster's dynamic partitions."""
     instance = get_instance()
     keystore.save_sweep(sweep)
     for dim, keys in (("data", [d.key for d in sweep.data]), ("method", [m.key for m in sweep.methods]), ("sweep", [sweep.name])):
@@ -147,10 +144,24 @@ def register(sweep: Sweep) -> None:
         new = [k for k in keys if k not in existing]
         if new:
             instance.add_dynamic_partitions(dim, new)
+
+
+def observe_specs() -> None:
+    """Record the current version of every spec source (what the UI's "Observe" does)."""
     for spec in ("data_spec", "method_spec", "metric_spec"):
         outcome = execute_partition(f"observe_{spec}", None)
         if not outcome.ok:
             raise RuntimeError(f"observing {spec} failed (run {outcome.run_id}): {outcome.error}")
+
+
+def register_and_plan(sweep: Sweep) -> SweepPlan:
+    """Register the sweep, observe specs if anything changed, and plan against fresh records."""
+    instance, defs = get_instance(), _defs()
+    plan = make_plan(sweep, instance, defs)  # before registering: new keys count as unobserved
+    register(sweep)
+    if plan.unobserved:
+        observe_specs()
+    return make_plan(sweep, instance, defs)
 
 
 def default_workers() -> int:
@@ -164,14 +175,11 @@ def run_sweep(
 ) -> SweepResult:
     """Materialize the sweep's missing or stale partitions. `progress(label, total)` returns a
     callback invoked once per finished run."""
-    from lab_assets.instance import get_instance
-
     start = time.perf_counter()
     workers = workers or default_workers()
     progress = progress or (lambda label, total: lambda outcome: None)
     instance, defs = get_instance(), _defs()
-    register(sweep)
-    before = make_plan(sweep, instance, defs)
+    before = register_and_plan(sweep)
     result = SweepResult(before)
 
     with worker_pool(min(workers, len(before.pending_cells()))) as pool:
@@ -195,7 +203,7 @@ def run_sweep(
 
 
 def materialize_report(sweep: Sweep) -> list[Outcome]:
-    register(sweep)
+    register_and_plan(sweep)
     return [execute_partition("metric_table", None), execute_partition("report", sweep.name)]
 
 

@@ -50,6 +50,9 @@ class SweepPlan:
     datasets: dict[str, Status]
     cells: list[CellPlan]
     report: Status
+    # True when a spec's current version has not been observed yet: observe before running,
+    # so each materialization's provenance records the versions it was computed from.
+    unobserved: bool = False
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -111,19 +114,21 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, defs: dg.Definitions) 
 
     others = [s for s in keystore.sweeps() if s.name != sweep.name]
     metrics_drift = r.observed("metric_spec") != specs.metric_suite_version([*others, sweep])
+    data_drift = {d.key for d in sweep.data if d.key in known_data and r.observed("data_spec", d.key) != specs.data_version(d)}
+    method_drift = {
+        m.key for m in sweep.methods if m.key in known_methods and r.observed("method_spec", m.key) != specs.method_version(m)
+    }
+    new_keys = any(d.key not in known_data for d in sweep.data) or any(m.key not in known_methods for m in sweep.methods)
 
     datasets: dict[str, Status] = {}
     for d in sweep.data:
         if d.key not in known_data:
             datasets[d.key] = Status(MISSING, "new data key")
-        elif r.observed("data_spec", d.key) != specs.data_version(d):
+        elif d.key in data_drift:
             datasets[d.key] = Status(STALE, "dataset code, libraries or input file changed")
         else:
             datasets[d.key] = _worst(r.status("raw_dataset", d.key), r.status("dataset", d.key))
 
-    method_drift = {
-        m.key for m in sweep.methods if m.key in known_methods and r.observed("method_spec", m.key) != specs.method_version(m)
-    }
     cells = []
     for d, m in sweep.cells:
         if d not in known_data or m not in known_methods:
@@ -145,4 +150,5 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, defs: dg.Definitions) 
         report = Status(STALE, "cells pending")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
-    return SweepPlan(sweep, datasets, cells, report)
+    unobserved = bool(metrics_drift or data_drift or method_drift or new_keys)
+    return SweepPlan(sweep, datasets, cells, report, unobserved)

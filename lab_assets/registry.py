@@ -18,7 +18,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ def digest(obj: Any, length: int = 8) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+@cache  # a metadata lookup scans every installed distribution: tens of ms each time
 def package_version(name: str) -> str:
     try:
         return metadata.version(name)

@@ -144,6 +144,8 @@ def _pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: l
             lines.append(f"{loc}: unknown field{hint}")
         elif e["type"] == "missing":
             lines.append(f"{loc}: required field is missing")
+        elif e["type"] == "value_error":  # our own validators already quote the value
+            lines.append(f"{loc}: {e['msg'].removeprefix('Value error, ')}")
         else:
             lines.append(f"{loc}: {e['msg']} (got {e['input']!r})")
     return lines
@@ -172,7 +174,10 @@ def parse_sweep(text: str, source: str) -> Sweep:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise SweepError(f"{source}: not valid YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise SweepError(f"{source}: not valid YAML{where}: {problem}") from None
     if not isinstance(raw, dict):
         raise SweepError(f"{source}: expected a mapping with name, data, methods (got {type(raw).__name__})")
     try:
@@ -191,7 +196,7 @@ def parse_sweep(text: str, source: str) -> Sweep:
         name=spec.name,
         source=source,
         description=spec.description,
-        data=[DataConfig(name, params, seed) for name, params in data for seed in spec.seeds],
+        data=_unique([DataConfig(name, params, seed) for name, params in data for seed in spec.seeds]),
         methods=_unique([MethodConfig(name, params) for name, params in methods]),
         metrics=_unique([MetricConfig(name, params) for name, params in metrics]),
         schedule=spec.schedule,

@@ -143,7 +143,6 @@ def test_duplicate_method_configs_collapse():
     assert len(sweep.methods) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sweep.parse_sweep deduplicates methods and metrics, not data configs")
 def test_duplicate_data_configs_collapse():
     # `noise: [0.0, 0]` validates to the same parameters twice: one data key, not two copies
     # (which would repeat every cell of that dataset).

@@ -39,7 +39,7 @@ def torus(
     noise: Noise = 0.0,
 ) -> Raw:
     """A 2-d torus in 3-d (it has a hole, so no 2-d embedding is faithful); the label is the
-    angle around the tube's centre line."""
+    angle around the z axis (the position along the ring)."""
     u, v = rng.uniform(0, 2 * np.pi, size=(2, n_samples))
     ring = major_radius + minor_radius * np.cos(v)
     X = np.column_stack([ring * np.cos(u), ring * np.sin(u), minor_radius * np.sin(v)])

@@ -155,3 +155,17 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
                 row.sort()
                 out[pairs] = 1 + np.searchsorted(row, threshold, side="left")
     return out
+
+
+def rank_penalty_score(ranks: np.ndarray, k: int, n: int, metric: str) -> float:
+    """Venna & Kaski's score shared by trustworthiness and continuity: 1 minus the normalised
+    sum of how far beyond rank k each of a point's k neighbours sits in the other space.
+
+    `ranks` is (n, >=k): the other-space rank of each neighbour. The normaliser is the worst
+    case only for k < n/2; beyond it the score would leave [0, 1], so that is refused.
+    """
+    if 2 * k >= n:
+        raise ValueError(f"{metric} needs k < n/2, got k={k} with n={n} points")
+    excess = ranks[:, :k] - k
+    penalty = int(excess[excess > 0].sum())
+    return float(1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0))))
