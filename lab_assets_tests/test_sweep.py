@@ -166,7 +166,7 @@ ERRORS = {
     ),
     "unknown method": (
         minimal(methods="tsnee: {}"),
-        ["methods.tsnee", "unknown method 'tsnee'", "allowed: isomap, pca, phate, tsne, umap"],
+        ["methods.tsnee", "unknown method 'tsnee'", "allowed: diffusion_map, isomap, mds, pca, phate, spectral, tsne, umap"],
     ),
     "unknown metric": (
         minimal(extra="metrics: {trust: {k: 5}}"),

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from lab_assets import keystore, lineage, storage
-from lab_assets.assets.datasets import content_version, dataset, features
+from lab_assets.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.assets.specs import method_spec, metric_spec
 from lab_assets.methods import METHODS
 from lab_assets.metrics import METRICS
@@ -94,12 +94,14 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     suite = keystore.metric_suite(data_key, method_key)
-    X = features(storage.read_parquet(storage.asset_path("dataset", data_key)))
+    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    X = features(table)
+    labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
     Z = embedding_coordinates(storage.read_parquet(storage.asset_path("embedding", cell)))
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     values: dict[str, float] = {}
     with lineage.timed() as t:
-        neighborhoods = Neighborhoods(X, Z, k_max) if suite else None
+        neighborhoods = Neighborhoods(X, Z, k_max, labels=labels, seed=data.seed)
         for m in suite:
             values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
     sha, dirty = lineage.git_state()

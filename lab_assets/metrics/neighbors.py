@@ -18,13 +18,14 @@ _BLOCK = 1 << 22
 
 
 class Neighborhoods:
-    """kNN of every point in the data `X` (n, D) and in the embedding `Z` (n, d), at `k_max`.
+    """kNN of every point in the data `X` (n, D) and in the embedding `Z` (n, d), at `k_max`
+    (0: no search, for suites without kNN metrics).
 
     `data_idx`, `data_dist`, `emb_idx`, `emb_dist`: (n, k_max) arrays, each row sorted by
     increasing euclidean distance.
     """
 
-    def __init__(self, X, Z, k_max: int):
+    def __init__(self, X, Z, k_max: int, labels=None, seed: int = 0):
         X = _as_points(X, "X (data)")
         Z = _as_points(Z, "Z (embedding)")
         if X.shape[0] != Z.shape[0]:
@@ -32,14 +33,17 @@ class Neighborhoods:
                 f"X (data) has {X.shape[0]} rows but Z (embedding) has {Z.shape[0]}; "
                 "they must describe the same points"
             )
-        if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 1:
-            raise ValueError(f"k_max must be a positive integer, got {k_max!r}")
+        if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 0:
+            raise ValueError(f"k_max must be a non-negative integer, got {k_max!r}")
         n = X.shape[0]
         if k_max >= n:
             raise ValueError(
                 f"k={k_max} needs at least {k_max + 1} points, the dataset has {n}"
             )
         self.X, self.Z, self.n, self.k_max = X, Z, n, int(k_max)
+        # Labels (classes or a coordinate, None if the dataset has none) and the cell's seed,
+        # for metrics that need them (silhouette, seeded subsampling).
+        self.labels, self.seed = labels, seed
         self.data_idx, self.data_dist = _knn(X, self.k_max)
         self.emb_idx, self.emb_dist = _knn(Z, self.k_max)
 
@@ -98,6 +102,8 @@ def _as_points(A, name: str) -> np.ndarray:
 
 
 def _knn(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if k == 0:  # a suite without kNN metrics pays for no search
+        return np.empty((A.shape[0], 0), dtype=np.int64), np.empty((A.shape[0], 0))
     idx = NearestNeighbors(n_neighbors=k).fit(A).kneighbors(return_distance=False)
     # sklearn's brute-force path uses |a|^2 - 2ab + |b|^2, which loses the small distances
     # that LID's logarithms depend on; recompute them from differences and re-sort.

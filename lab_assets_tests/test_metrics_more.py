@@ -1,0 +1,296 @@
+"""participation_ratio, spearman_distance_correlation, persistent_homology, silhouette: each
+against an independent reference on the same input (numpy, scipy, ripser, sklearn)."""
+
+import numpy as np
+import pydantic
+import pytest
+from ripser import ripser
+from scipy.sparse.csgraph import minimum_spanning_tree
+from scipy.spatial.distance import pdist, squareform
+from scipy.stats import spearmanr
+from sklearn.metrics import silhouette_score
+
+from lab_assets.metrics import METRICS
+from lab_assets.metrics import persistent_homology as ph_module
+from lab_assets.metrics import silhouette as sil_module
+from lab_assets.metrics import spearman_distance_correlation as sp_module
+from lab_assets.metrics.neighbors import Neighborhoods
+
+NEW = ["participation_ratio", "spearman_distance_correlation", "persistent_homology", "silhouette"]
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """300 points in 3 classes in 10-D, and a random 2-D projection of them."""
+    g = np.random.default_rng(0)
+    labels = g.integers(0, 3, 300)
+    X = 3 * g.normal(size=(3, 10))[labels] + g.normal(size=(300, 10))
+    Z = X @ g.normal(size=(10, 2))
+    return X, Z, labels
+
+
+@pytest.fixture(scope="module")
+def nb(blobs):
+    X, Z, labels = blobs
+    # No metric here has a k: the suite's k_max is 0 and no kNN search is made.
+    return Neighborhoods(X, Z, k_max=0, labels=labels, seed=0)
+
+
+def circle(n, seed=0, noise=0.05):
+    g = np.random.default_rng(seed)
+    s = g.uniform(0, 2 * np.pi, n)
+    return np.c_[np.cos(s), np.sin(s)] + g.normal(scale=noise, size=(n, 2))
+
+
+# ---- participation ratio ------------------------------------------------------------------
+
+
+def eig_pr(A):
+    lam = np.linalg.eigvalsh(np.cov(A, rowvar=False))
+    return lam.sum() ** 2 / (lam**2).sum()
+
+
+@pytest.mark.parametrize("space", ["embedding", "data"])
+def test_participation_ratio_matches_eigvalsh(blobs, nb, space):
+    X, Z, _ = blobs
+    expected = eig_pr(Z if space == "embedding" else X)
+    # Traces and Frobenius norms vs an eigendecomposition: only rounding differs (~1e-15).
+    assert METRICS["participation_ratio"](nb, space=space) == pytest.approx(expected, rel=1e-10)
+
+
+def test_participation_ratio_wide_chunked_and_bounds(monkeypatch):
+    import lab_assets.metrics.participation_ratio as pr_module
+
+    g = np.random.default_rng(1)
+    X = g.normal(size=(20, 50)) * np.linspace(0.1, 3, 50)  # more features than points
+    Z = np.c_[g.normal(size=20), np.zeros(20)]  # all variance on one axis
+    nb = Neighborhoods(X, Z, k_max=0)
+    whole = METRICS["participation_ratio"](nb, space="data")
+    assert whole == pytest.approx(eig_pr(X), rel=1e-10)
+    monkeypatch.setattr(pr_module, "_BLOCK", 100)  # a few Gram columns per block
+    assert METRICS["participation_ratio"](nb, space="data") == pytest.approx(whole, rel=1e-12)
+    assert METRICS["participation_ratio"](nb) == pytest.approx(1.0, rel=1e-12)
+    iso = Neighborhoods(X, g.normal(size=(20, 4)), k_max=0)
+    assert 1 <= METRICS["participation_ratio"](iso) <= 4
+
+
+def test_participation_ratio_zero_variance():
+    nb = Neighborhoods(np.ones((10, 3)), np.zeros((10, 2)), k_max=0)
+    with pytest.raises(ValueError, match="all 10 points of the embedding space are identical"):
+        METRICS["participation_ratio"](nb)
+
+
+# ---- spearman distance correlation ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 60])
+def test_triangle_pair_enumerates_like_pdist(n):
+    total = n * (n - 1) // 2
+    i, j = sp_module.triangle_pair(np.arange(total), n)
+    ei, ej = np.triu_indices(n, 1)  # pdist's order
+    np.testing.assert_array_equal(i, ei)
+    np.testing.assert_array_equal(j, ej)
+
+
+def test_triangle_pair_large_n_boundaries():
+    # Row starts and ends, where the float square root is most likely to round a row off.
+    n = 1_000_003
+    rows = np.array([0, 1, 2, 500_000, n - 3, n - 2])
+    starts = sp_module.start(rows, n)
+    for p, row, col in [(starts, rows, rows + 1), (starts + (n - rows - 2), rows, np.full(6, n - 1))]:
+        i, j = sp_module.triangle_pair(p, n)
+        np.testing.assert_array_equal(i, row)
+        np.testing.assert_array_equal(j, col)
+
+
+@pytest.mark.parametrize("n_pairs", [40 * 39 // 2, 10**6])
+def test_spearman_all_pairs_matches_scipy(blobs, n_pairs):
+    X, Z, _ = blobs
+    nb = Neighborhoods(X[:40], Z[:40], k_max=0)
+    expected = spearmanr(pdist(X[:40]), pdist(Z[:40])).statistic
+    # Same pairs, same rank transform; distances computed two ways can differ in the last
+    # bit, which could only swap exact near-ties: 1e-12 is ample.
+    assert METRICS["spearman_distance_correlation"](nb, n_pairs=n_pairs) == pytest.approx(expected, abs=1e-12)
+    i, j = sp_module.pair_indices(40, n_pairs, seed=5)
+    assert i.size == 780 and (i < j).all()
+
+
+def test_spearman_sample(blobs, nb):
+    X, Z, _ = blobs
+    i, j = sp_module.pair_indices(300, 5000, seed=0)
+    assert i.size == 5000 and (i < j).all() and j.max() < 300
+    assert np.unique(i * 300 + j).size == 5000  # distinct pairs
+    i1, j1 = sp_module.pair_indices(300, 5000, seed=1)
+    assert not (np.array_equal(i, i1) and np.array_equal(j, j1))
+    got = METRICS["spearman_distance_correlation"](nb, n_pairs=5000)
+    assert got == METRICS["spearman_distance_correlation"](nb, n_pairs=5000)  # seeded
+    assert got == pytest.approx(spearmanr(pdist(X)[_pos(i, j, 300)], pdist(Z)[_pos(i, j, 300)]).statistic, abs=1e-12)
+    # A uniform sample of 5000 of 44850 pairs estimates the full value; the sampling
+    # standard error of a correlation this size is ~0.01, so 0.05 is a safe bound.
+    assert got == pytest.approx(spearmanr(pdist(X), pdist(Z)).statistic, abs=0.05)
+
+
+def _pos(i, j, n):
+    """pdist position of pair (i, j), i < j, computed by counting (the reference)."""
+    return np.array([sum(n - 1 - r for r in range(a)) + (b - a - 1) for a, b in zip(i, j)])
+
+
+def test_spearman_errors(blobs):
+    X, Z, _ = blobs
+    with pytest.raises(ValueError, match="all 45 sampled pair distances of the embedding space are equal"):
+        METRICS["spearman_distance_correlation"](Neighborhoods(X[:10], np.zeros((10, 2)), k_max=0))
+    with pytest.raises(ValueError, match="at least 3 points"):
+        METRICS["spearman_distance_correlation"](Neighborhoods(X[:2], Z[:2], k_max=0))
+
+
+# ---- persistent homology -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ring():
+    """A noisy circle (2-D, the 'embedding') and the same circle rotated into 3-D (the 'data')."""
+    Z = circle(150)
+    Q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
+    return np.c_[Z, np.zeros(150)] @ Q, Z
+
+
+def ref_diagram(A, dim):
+    return ripser(A, maxdim=dim)["dgms"][dim]
+
+
+@pytest.mark.parametrize("space", ["embedding", "data"])
+def test_persistent_homology_circle(ring, space):
+    X, Z = ring
+    nb = Neighborhoods(X, Z, k_max=0, seed=0)
+    A = Z if space == "embedding" else X
+    ph = lambda **kw: METRICS["persistent_homology"](nb, space=space, **kw)  # noqa: E731
+    # One dominant loop: the default threshold (10% of the diameter, ~0.22 here) separates it
+    # (persistence ~1.36) from the noise loops (< 0.03).
+    assert ph(summary="betti") == 1
+    assert ph(dim=0, summary="betti") == 1  # one connected component
+    dgm = ref_diagram(A, 1)
+    life = dgm[:, 1] - dgm[:, 0]
+    # The same ripser call on the same points: the diagram is identical, only the summation
+    # order can differ (~1e-16); 1e-6 also allows for a float32 round trip.
+    assert ph() == pytest.approx(life.sum(), rel=1e-6)
+    assert ph(summary="betti", threshold=0.0) == np.count_nonzero(life > 0)
+    assert ph(summary="betti", threshold=0.03) == np.count_nonzero(life > 0.03)
+
+
+def test_persistent_homology_h0_is_the_minimum_spanning_tree(ring):
+    """Independent reference: H0 deaths of a Rips filtration are the MST's edge lengths, so
+    total H0 persistence is the MST's total length."""
+    X, Z = ring
+    nb = Neighborhoods(X, Z, k_max=0)
+    mst = minimum_spanning_tree(squareform(pdist(Z))).sum()
+    # ripser stores filtration values as float32 (~1e-7 relative per edge; measured 3e-9 in
+    # total here), so 1e-5 is safe while one missing or extra edge would be off by >= 0.1%.
+    assert METRICS["persistent_homology"](nb, dim=0) == pytest.approx(mst, rel=1e-5)
+
+
+def test_persistent_homology_two_clusters():
+    g = np.random.default_rng(2)
+    Z = np.r_[g.normal(size=(60, 2)) * 0.1, g.normal(size=(60, 2)) * 0.1 + 5]
+    nb = Neighborhoods(Z, Z, k_max=0)
+    assert METRICS["persistent_homology"](nb, dim=0, summary="betti") == 2
+    assert METRICS["persistent_homology"](nb, dim=1, summary="betti") == 0
+
+
+def test_persistent_homology_subsample():
+    Z = circle(300, seed=4)
+    X = np.c_[Z, np.zeros(300)]  # the same geometry: both spaces must give the same value
+    nb = Neighborhoods(X, Z, k_max=0, seed=3)
+    got = METRICS["persistent_homology"](nb, n_points=100)
+    idx = ph_module.subsample(300, 100, seed=3)
+    assert idx.size == 100 and np.unique(idx).size == 100
+    life = np.diff(ref_diagram(Z[idx], 1), axis=1)
+    assert got == pytest.approx(life.sum(), rel=1e-6)
+    assert got == METRICS["persistent_homology"](nb, n_points=100)  # seeded
+    assert got == pytest.approx(METRICS["persistent_homology"](nb, n_points=100, space="data"), rel=1e-6)
+    other = Neighborhoods(X, Z, k_max=0, seed=4)
+    assert got != METRICS["persistent_homology"](other, n_points=100)  # another subsample
+    assert METRICS["persistent_homology"](other, n_points=100, summary="betti") == 1
+
+
+def test_persistent_homology_threshold_only_for_betti(ring):
+    nb = Neighborhoods(*ring, k_max=0)
+    with pytest.raises(ValueError, match="threshold applies to summary='betti' only"):
+        METRICS["persistent_homology"](nb, threshold=0.1)
+
+
+# ---- silhouette ----------------------------------------------------------------------------
+
+
+def direct_silhouette(A, y):
+    D = squareform(pdist(A))
+    s = []
+    for i in range(len(A)):
+        own = (y == y[i]) & (np.arange(len(A)) != i)
+        a = D[i, own].mean()
+        b = min(D[i, y == c].mean() for c in np.unique(y) if c != y[i])
+        s.append((b - a) / max(a, b))
+    return np.mean(s)
+
+
+@pytest.mark.parametrize("space", ["embedding", "data"])
+def test_silhouette_full(blobs, nb, space):
+    X, Z, labels = blobs
+    A = Z if space == "embedding" else X
+    got = METRICS["silhouette"](nb, space=space)
+    # Same formula, different distance code paths and summation order: ~1e-15.
+    assert got == pytest.approx(silhouette_score(A, labels), rel=1e-10)
+    assert got == pytest.approx(direct_silhouette(A, labels), rel=1e-10)
+
+
+def test_silhouette_subsample(blobs):
+    X, Z, labels = blobs
+    nb = Neighborhoods(X, Z, k_max=0, labels=labels, seed=2)
+    got = METRICS["silhouette"](nb, n_points=100)
+    idx = sil_module.subsample(300, 100, seed=2)
+    assert idx.size == 100 and np.unique(idx).size == 100
+    assert got == pytest.approx(silhouette_score(Z[idx], labels[idx]), rel=1e-10)
+    assert got == METRICS["silhouette"](nb, n_points=100)
+    assert got != METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=labels, seed=3), n_points=100)
+
+
+def test_silhouette_errors(blobs):
+    X, Z, labels = blobs
+    with pytest.raises(ValueError, match="this dataset has no labels"):
+        METRICS["silhouette"](Neighborhoods(X, Z, k_max=0))
+    continuous = Neighborhoods(X, Z, k_max=0, labels=labels.astype(float) + 0.5)
+    with pytest.raises(ValueError, match="no class labels: its labels are float64"):
+        METRICS["silhouette"](continuous)
+    with pytest.raises(ValueError, match="at least 2 classes, the labels have 1"):
+        METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=np.zeros(300, dtype=int)))
+    with pytest.raises(ValueError, match="labels of shape"):
+        METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=labels[:10]))
+    with pytest.raises(ValueError, match="fewer classes than points"):
+        METRICS["silhouette"](Neighborhoods(X[:5], Z[:5], k_max=0, labels=np.arange(5)))
+
+
+# ---- registry ------------------------------------------------------------------------------
+
+
+def test_registry_and_param_validation():
+    for name in NEW:
+        assert name in METRICS.names()
+        with pytest.raises(pydantic.ValidationError):
+            METRICS[name].validate({"k": 5})  # none of these has a neighbourhood size
+    assert METRICS["participation_ratio"].validate({}) == {"space": "embedding"}
+    assert METRICS["spearman_distance_correlation"].validate({}) == {"n_pairs": 20000}
+    assert METRICS["persistent_homology"].validate({}) == {
+        "dim": 1, "n_points": 500, "space": "embedding", "summary": "total_persistence", "threshold": None
+    }
+    assert METRICS["persistent_homology"].validate({"threshold": 0})["threshold"] == 0
+    assert METRICS["silhouette"].validate({}) == {"space": "embedding", "n_points": 5000}
+    bad = {
+        "participation_ratio": [{"space": "latent"}],
+        "spearman_distance_correlation": [{"n_pairs": 1}, {"n_pairs": 2.5}, {"n_pairs": "many"}],
+        "persistent_homology": [{"dim": 2}, {"dim": "1"}, {"n_points": 2}, {"summary": "mean"},
+                                {"threshold": -0.1}, {"space": "latent"}],
+        "silhouette": [{"n_points": 2}, {"space": "latent"}],
+    }
+    for name, cases in bad.items():
+        for params in cases:
+            with pytest.raises(pydantic.ValidationError):
+                METRICS[name].validate(params)
