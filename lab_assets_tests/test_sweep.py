@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lab_assets.datasets import DATASETS
+from lab_assets.methods import METHODS
+from lab_assets.metrics import METRICS
 from lab_assets.sweep import Sweep, SweepError, load_sweep, parse_sweep
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
@@ -162,15 +165,15 @@ SRC = "sweeps/broken.yaml"
 ERRORS = {
     "unknown dataset": (
         minimal(data="swirl: {}"),
-        ["data.swirl", "unknown dataset 'swirl'", "allowed: digits, file, gaussian_blobs, s_curve, swissroll, torus"],
+        ["data.swirl", "unknown dataset 'swirl'", "allowed: " + ", ".join(DATASETS.names())],
     ),
     "unknown method": (
         minimal(methods="tsnee: {}"),
-        ["methods.tsnee", "unknown method 'tsnee'", "allowed: diffusion_map, isomap, mds, pca, phate, spectral, tsne, umap"],
+        ["methods.tsnee", "unknown method 'tsnee'", "allowed: " + ", ".join(METHODS.names())],
     ),
     "unknown metric": (
         minimal(extra="metrics: {trust: {k: 5}}"),
-        ["metrics.trust", "unknown metric 'trust'", "allowed: continuity, knn_preservation, lid, trustworthiness"],
+        ["metrics.trust", "unknown metric 'trust'", "allowed: " + ", ".join(METRICS.names())],
     ),
     "unknown parameter": (
         minimal(data="torus: {n_sample: 100}"),
