@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import sys
-from pathlib import Path
 
 BAD_INPUT, FAILED = 2, 1
 
@@ -90,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "materialized": {job: result.count(job) for job in ("datasets", "cells", "metric_table", "report")},
             "failed": [o.__dict__ for o in failed],
             "skipped": result.skipped,
-            "report": str(_report_dir(sweep.name)),
+            "report": _report_dir(sweep.name),
         }, indent=2))
     else:
         n_cells = result.count("cells")
@@ -105,17 +104,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return FAILED if failed or result.skipped else 0
 
 
-def _report_dir(name: str) -> Path:
+def _report_dir(name: str) -> str:
     from lab_assets.assets.reports import report_dir
 
     return report_dir(name)
 
 
 def _print_report(name: str) -> None:
+    from lab_assets import storage
+
     out = _report_dir(name)
-    md = out / "metrics.md"
-    if md.is_file():
-        print(md.read_text())
+    md = f"{out}/metrics.md"
+    if storage.exists(md):
+        print(storage.read_bytes(md).decode())
         print(f"report: {out}/ (metrics.md, metrics.csv, metrics.parquet, embeddings.png, metrics_vs_k.png)")
 
 
@@ -127,9 +128,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in iter_lines(outcomes):
         print(line, file=sys.stderr)
     if args.json:
+        from lab_assets import storage
+
         out = _report_dir(sweep.name)
-        print(json.dumps({"sweep": sweep.name, "ok": all(o.ok for o in outcomes), "report": str(out),
-                          "files": sorted(str(p) for p in out.iterdir()) if out.is_dir() else []}, indent=2))
+        print(json.dumps({"sweep": sweep.name, "ok": all(o.ok for o in outcomes), "report": out,
+                          "files": storage.glob(f"{out}/*")}, indent=2))
     else:
         _print_report(sweep.name)
     return 0 if all(o.ok for o in outcomes) else FAILED

@@ -1,5 +1,7 @@
 """Everything Dagster loads: assets, jobs. `dagster dev`, `lab` and the tests all start here."""
 
+import os
+
 import dagster as dg
 
 from lab_assets.assets.datasets import dataset, raw_dataset
@@ -15,7 +17,23 @@ cells_job = dg.define_asset_job("materialize_cells", selection=[embedding, metri
 metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
 report_job = dg.define_asset_job("materialize_report", selection=[report])
 
+
+def executor() -> dg.ExecutorDefinition:
+    """Chosen by configuration, never by editing code: LAB_EXECUTOR=k8s on a cluster (every step
+    its own pod, dagster-k8s), in-process otherwise (a cell's two steps share one process, which
+    is what keeps small cells cheap)."""
+    choice = os.environ.get("LAB_EXECUTOR", "in_process")
+    if choice == "k8s":
+        from dagster_k8s import k8s_job_executor
+
+        return k8s_job_executor
+    if choice == "in_process":
+        return dg.in_process_executor
+    raise ValueError(f"LAB_EXECUTOR={choice!r}: allowed values are 'in_process' and 'k8s'")
+
+
 defs = dg.Definitions(
     assets=[*SPECS, raw_dataset, dataset, embedding, metrics, metric_table, report],
     jobs=[*observe_jobs, datasets_job, cells_job, metric_table_job, report_job],
+    executor=executor(),
 )

@@ -20,6 +20,7 @@ from functools import cache
 
 from lab_assets import keystore
 from lab_assets.instance import get_instance
+from lab_assets.k8s import k8s_tags
 from lab_assets.plan import FRESH, SweepPlan, make_plan
 from lab_assets.sweep import Sweep
 
@@ -69,6 +70,14 @@ def _partition_key(partition: str):
     return partition
 
 
+def run_tags(job: str, partition: str | None) -> dict[str, str]:
+    """A cell's run carries its method's resource request as dagster-k8s tags (lab_assets/k8s.py),
+    so the same run launched on a cluster lands on a node that has what it asked for."""
+    if job != "cells" or not partition:
+        return {}
+    return k8s_tags(keystore.method_config(partition.split("|")[1]).resources)
+
+
 def _root_cause(error) -> str:
     """The user's exception, not Dagster's wrapper around it."""
     if error is None:
@@ -87,6 +96,7 @@ def execute_partition(job: str, partition: str | None) -> Outcome:
         instance=get_instance(),
         partition_key=_partition_key(partition) if partition else None,
         run_config=QUIET,
+        tags=run_tags(job, partition),
         raise_on_error=False,
     )
     errors = [_root_cause(e.step_failure_data.error) for e in result.all_events if e.is_step_failure]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import io
 import re
-from pathlib import Path
 
 import matplotlib
 
@@ -11,18 +11,19 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab_assets.storage import atomic_write  # noqa: E402
+from lab_assets.storage import write_bytes  # noqa: E402
 
 METRIC_AT_K = re.compile(r"^(?P<metric>[a-z_]+)@k=(?P<k>\d+)(?P<rest>(,.*)?)$")
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+def _save(fig: plt.Figure, path: str) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-    return path
+    return write_bytes(path, buffer.getvalue())
 
 
-def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: Path) -> Path:
+def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: str) -> str:
     """One panel per (data row, method column); `panels[(data, method)]` is an embedding table."""
     rows = sorted({d for d, _ in panels})
     cols = sorted({m for _, m in panels})
@@ -46,7 +47,7 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: Path) -> 
     return _save(fig, path)
 
 
-def metric_curves(table: pd.DataFrame, path: Path) -> Path:
+def metric_curves(table: pd.DataFrame, path: str) -> str:
     """Metric vs k, one panel per (metric, dataset), one line per method: mean over seeds with
     the min-max spread shaded."""
     long = []

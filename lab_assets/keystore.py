@@ -8,10 +8,9 @@ partition materialized from the UI computes exactly what the sweep declared.
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import PurePosixPath
 
-from lab_assets.settings import lab_home
-from lab_assets.storage import read_json, write_json
+from lab_assets import storage
 from lab_assets.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 
 
@@ -20,25 +19,25 @@ class UnknownKeyError(KeyError):
         return str(self.args[0])
 
 
-def _dir(kind: str) -> Path:
-    return lab_home() / "keys" / kind
+def _path(kind: str, key: str) -> str:
+    return storage.url("keys", kind, f"{key}.json")
 
 
 def save_sweep(sweep: Sweep) -> None:
     for d in sweep.data:
-        write_json(_dir("data") / f"{d.key}.json", {"dataset": d.dataset, "params": d.params, "seed": d.seed})
+        storage.write_json(_path("data", d.key), {"dataset": d.dataset, "params": d.params, "seed": d.seed})
     for m in sweep.methods:
-        write_json(_dir("method") / f"{m.key}.json", {"method": m.method, "params": m.params})
-    write_json(_dir("sweep") / f"{sweep.name}.json", sweep.to_json())
+        storage.write_json(_path("method", m.key), {"method": m.method, "params": m.params, "resources": m.resources})
+    storage.write_json(_path("sweep", sweep.name), sweep.to_json())
 
 
 def _record(kind: str, key: str) -> dict:
-    path = _dir(kind) / f"{key}.json"
-    if not path.is_file():
+    try:
+        return storage.read_json(_path(kind, key))
+    except storage.MissingAssetError:
         raise UnknownKeyError(
-            f"{kind} key {key!r} has no record in {path.parent}: register it with `lab sweep run <file>`"
-        )
-    return read_json(path)
+            f"{kind} key {key!r} has no record at {_path(kind, key)}: register it with `lab sweep run <file>`"
+        ) from None
 
 
 def data_config(key: str) -> DataConfig:
@@ -54,7 +53,7 @@ def sweep(name: str) -> Sweep:
 
 
 def keys(kind: str) -> list[str]:
-    return sorted(p.stem for p in _dir(kind).glob("*.json"))
+    return sorted(PurePosixPath(p).stem for p in storage.glob(_path(kind, "*")))
 
 
 def sweeps() -> list[Sweep]:

@@ -86,7 +86,7 @@ def provenance(config: dict[str, Any], seed: int | None, code_version: str, pack
     }
 
 
-def metadata(prov: dict[str, Any], timing: Timing, rows: int, path: Path, **extra: Any) -> dict[str, Any]:
+def metadata(prov: dict[str, Any], timing: Timing, rows: int, path: str, **extra: Any) -> dict[str, Any]:
     """Dagster metadata for a materialization: provenance, timing, size and where the file is."""
     return {
         "config": dg.MetadataValue.json(prov["config"]),
@@ -99,6 +99,6 @@ def metadata(prov: dict[str, Any], timing: Timing, rows: int, path: Path, **extr
         "wall_seconds": round(timing.wall_seconds, 4),
         "compute_seconds": round(timing.compute_seconds, 4),
         "dagster/row_count": rows,
-        "path": dg.MetadataValue.path(str(path)),
+        "path": dg.MetadataValue.path(path),
         **extra,
     }

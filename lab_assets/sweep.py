@@ -24,6 +24,7 @@ from lab_assets.metrics import METRICS
 from lab_assets.registry import Registry, RegistryError, digest
 
 KEY_DIGEST_LENGTH = 6
+RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
 
 
 class SweepError(ValueError):
@@ -45,6 +46,9 @@ class DataConfig:
 class MethodConfig:
     method: str
     params: dict[str, Any]
+    # Compute resources ({"gpu": 1, "memory": "16Gi"}): where the cell runs, not what it
+    # computes, so they are not part of the key.
+    resources: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -151,7 +155,22 @@ def _pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: l
     return lines
 
 
-def _expand(section: str, entries: dict[str, Params], registry: Registry, errors: list[str]) -> list[tuple[str, dict]]:
+def _resources(where: str, params: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """Pop and check a `resources:` request (see lab_assets/k8s.py for what it becomes)."""
+    from lab_assets.k8s import k8s_tags
+
+    resources = params.pop(RESOURCES, None) or {}
+    try:
+        k8s_tags(resources)
+    except ValueError as e:
+        errors.append(f"{where}.{RESOURCES}: {e}")
+    return resources
+
+
+def _expand(
+    section: str, entries: dict[str, Params], registry: Registry, errors: list[str]
+) -> list[tuple[str, dict, dict]]:
+    """(name, validated params, resources) per grid point; `resources` only where allowed."""
     out = []
     for name, params in entries.items():
         try:
@@ -159,10 +178,12 @@ def _expand(section: str, entries: dict[str, Params], registry: Registry, errors
         except RegistryError as e:
             errors.append(f"{section}.{name}: {e}")
             continue
+        params = dict(params or {})
+        resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
         allowed = sorted(entry.params_model.model_fields)
-        for combo in _grid(params or {}):
+        for combo in _grid(params):
             try:
-                out.append((name, entry.validate(combo)))
+                out.append((name, entry.validate(combo), resources))
             except pydantic.ValidationError as e:
                 errors.extend(_pydantic_lines(f"{section}.{name}", e, allowed))
                 break  # one report per entry, not one per grid point
@@ -196,9 +217,9 @@ def parse_sweep(text: str, source: str) -> Sweep:
         name=spec.name,
         source=source,
         description=spec.description,
-        data=_unique([DataConfig(name, params, seed) for name, params in data for seed in spec.seeds]),
-        methods=_unique([MethodConfig(name, params) for name, params in methods]),
-        metrics=_unique([MetricConfig(name, params) for name, params in metrics]),
+        data=_unique([DataConfig(name, params, seed) for name, params, _ in data for seed in spec.seeds]),
+        methods=_unique([MethodConfig(name, params, resources) for name, params, resources in methods]),
+        metrics=_unique([MetricConfig(name, params) for name, params, _ in metrics]),
         schedule=spec.schedule,
     )
 

@@ -28,6 +28,8 @@ metrics:
 def lab(tmp_path, monkeypatch):
     """An empty lab project in tmp_path: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it."""
     monkeypatch.setenv("LAB_PROJECT_DIR", str(tmp_path))
+    for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LAB_HOME", str(tmp_path / ".lab"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / ".lab" / "dagster"))
     (tmp_path / ".lab" / "dagster").mkdir(parents=True)

@@ -109,7 +109,7 @@ def test_edited_parameters_make_new_keys_not_overwrites(lab):
     old_isomap = next(m.key for m in sweep.methods if m.method == "isomap")
     assert old_isomap not in {m.key for m in edited.methods}
     # The old result stays where it was.
-    assert storage.asset_path("embedding", f"{sweep.data[0].key}|{old_isomap}").is_file()
+    assert storage.exists(storage.asset_path("embedding", f"{sweep.data[0].key}|{old_isomap}"))
 
 
 def test_same_cell_twice_gives_identical_numbers(lab):
@@ -142,5 +142,5 @@ def test_a_bad_dataset_fails_alone(lab):
     assert "1 of 60 rows have NaN/inf" in result.failed[0].error
     assert sorted(result.skipped) == sorted(f"{broken}|{m.key}" for m in sweep.methods)
     assert result.count("cells") == 4  # the other datasets' cells are untouched
-    assert not storage.asset_path("raw_dataset", broken).exists()
+    assert not storage.exists(storage.asset_path("raw_dataset", broken))
     assert keystore.data_config(broken).params["path"] == "broken.csv"

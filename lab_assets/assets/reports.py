@@ -5,8 +5,6 @@ with pandas or DuckDB). `report` is partitioned by sweep: it selects that sweep'
 writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/reports/<sweep>/`.
 """
 
-from pathlib import Path
-
 import dagster as dg
 import pandas as pd
 
@@ -14,7 +12,6 @@ from lab_assets import figures, keystore, lineage, storage
 from lab_assets.assets.datasets import content_version
 from lab_assets.assets.experiments import embedding, metrics
 from lab_assets.partitions import SWEEP
-from lab_assets.settings import lab_home
 from lab_assets.sweep import Sweep
 
 GROUP = "reports"
@@ -23,10 +20,10 @@ ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "
 
 
 def read_metric_rows() -> pd.DataFrame:
-    files = sorted(storage.asset_dir("metrics").glob("*/*.parquet"))
+    files = storage.glob(storage.url("assets", "metrics", "*", "*.parquet"))
     if not files:
         return pd.DataFrame(columns=ID_COLUMNS)
-    table = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    table = pd.concat([storage.read_parquet(f) for f in files], ignore_index=True)
     metric_cols = sorted(c for c in table.columns if c not in ID_COLUMNS)
     return table[ID_COLUMNS + metric_cols]
 
@@ -43,8 +40,8 @@ def metric_table() -> dg.MaterializeResult:
     )
 
 
-def report_dir(sweep_name: str) -> Path:
-    return lab_home() / "reports" / sweep_name
+def report_dir(sweep_name: str) -> str:
+    return storage.url("reports", sweep_name)
 
 
 def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
@@ -58,24 +55,24 @@ def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def write_report(sweep: Sweep) -> dict[str, Path]:
+def write_report(sweep: Sweep) -> dict[str, str]:
     """The report files of one sweep, from the current metric table and embeddings."""
     out = report_dir(sweep.name)
     table = sweep_table(sweep, storage.read_parquet(storage.asset_path("metric_table")))
     markdown = table.drop(columns=["git_sha"]).to_markdown(index=False, floatfmt=".4f")
     paths = {
-        "parquet": storage.write_parquet(out / "metrics.parquet", table),
-        "csv": storage.atomic_write(out / "metrics.csv", lambda tmp: table.to_csv(tmp, index=False)),
-        "markdown": storage.atomic_write(out / "metrics.md", lambda tmp: tmp.write_text(markdown + "\n")),
+        "parquet": storage.write_parquet(f"{out}/metrics.parquet", table),
+        "csv": storage.write_bytes(f"{out}/metrics.csv", table.to_csv(index=False).encode()),
+        "markdown": storage.write_bytes(f"{out}/metrics.md", (markdown + "\n").encode()),
     }
     first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
     panels = {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", f"{d}|{m}")
-        if d in first_seed and path.is_file():
-            panels[(d, m)] = pd.read_parquet(path)
-    paths["embeddings"] = figures.embeddings_grid(panels, out / "embeddings.png")
-    paths["metric_curves"] = figures.metric_curves(table, out / "metrics_vs_k.png")
+        if d in first_seed and storage.exists(path):
+            panels[(d, m)] = storage.read_parquet(path)
+    paths["embeddings"] = figures.embeddings_grid(panels, f"{out}/embeddings.png")
+    paths["metric_curves"] = figures.metric_curves(table, f"{out}/metrics_vs_k.png")
     return paths
 
 
@@ -91,14 +88,14 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     sweep = keystore.sweep(context.partition_key)
     with lineage.timed() as t:
         paths = write_report(sweep)
-    table = pd.read_parquet(paths["parquet"])
+    table = storage.read_parquet(paths["parquet"])
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
     return dg.MaterializeResult(
         metadata={
             **lineage.metadata(prov, t, len(table), report_dir(sweep.name)),
             "cells": f"{len(table)} of {len(sweep.cells)}",
-            "table": dg.MetadataValue.md(paths["markdown"].read_text()),
-            **{f"{name}_path": dg.MetadataValue.path(str(p)) for name, p in paths.items()},
+            "table": dg.MetadataValue.md(storage.read_bytes(paths["markdown"]).decode()),
+            **{f"{name}_path": dg.MetadataValue.path(p) for name, p in paths.items()},
         },
         data_version=content_version(table),
     )
