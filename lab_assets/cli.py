@@ -56,7 +56,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from lab_assets.instance import get_instance
     from lab_assets.plan import make_plan
 
-    plan = make_plan(_load(args.file), get_instance(), _defs())
+    plan = make_plan(_load(args.file), get_instance(), _defs().resolve_asset_graph())
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0

@@ -1,4 +1,4 @@
-"""Everything Dagster loads: assets, jobs. `dagster dev`, `lab` and the tests all start here."""
+"""Everything Dagster loads: assets, jobs, sensors. `dagster dev`, `lab` and the tests all start here."""
 
 import os
 
@@ -8,10 +8,9 @@ from lab_assets.assets.datasets import dataset, raw_dataset
 from lab_assets.assets.experiments import embedding, metrics
 from lab_assets.assets.reports import metric_table, report
 from lab_assets.assets.specs import SPECS
+from lab_assets.sensors import SENSORS
 
 # The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
-# Dagster wants one partitions definition per job, so each spec source gets its own job.
-observe_jobs = [dg.define_asset_job(f"observe_{s.key.to_user_string()}", selection=[s.key]) for s in SPECS]
 datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
 cells_job = dg.define_asset_job("materialize_cells", selection=[embedding, metrics])
 metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
@@ -34,6 +33,7 @@ def executor() -> dg.ExecutorDefinition:
 
 defs = dg.Definitions(
     assets=[*SPECS, raw_dataset, dataset, embedding, metrics, metric_table, report],
-    jobs=[*observe_jobs, datasets_job, cells_job, metric_table_job, report_job],
+    jobs=[datasets_job, cells_job, metric_table_job, report_job],
+    sensors=SENSORS,
     executor=executor(),
 )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from lab_assets import keystore
+from lab_assets.register import register
 from lab_assets.instance import get_instance
 from lab_assets.k8s import k8s_tags
 from lab_assets.plan import FRESH, SweepPlan, make_plan
@@ -89,10 +90,9 @@ def _root_cause(error) -> str:
 
 def execute_partition(job: str, partition: str | None) -> Outcome:
     """One Dagster run for one partition (None: unpartitioned), in this process. `job` is
-    "datasets", "cells", "metric_table" or "report" (the `materialize_<job>` job), or
-    "observe_<spec>"."""
+    "datasets", "cells", "metric_table" or "report" (the `materialize_<job>` job)."""
     start = time.perf_counter()
-    result = _defs().resolve_job_def(job if job.startswith("observe_") else f"materialize_{job}").execute_in_process(
+    result = _defs().resolve_job_def(f"materialize_{job}").execute_in_process(
         instance=get_instance(),
         partition_key=_partition_key(partition) if partition else None,
         run_config=QUIET,
@@ -145,33 +145,10 @@ def run_partitions(
     return outcomes
 
 
-def register(sweep: Sweep) -> None:
-    """Record what the sweep's keys mean and add them to Dagster's dynamic partitions."""
-    instance = get_instance()
-    keystore.save_sweep(sweep)
-    for dim, keys in (("data", [d.key for d in sweep.data]), ("method", [m.key for m in sweep.methods]), ("sweep", [sweep.name])):
-        existing = set(instance.get_dynamic_partitions(dim))
-        new = [k for k in keys if k not in existing]
-        if new:
-            instance.add_dynamic_partitions(dim, new)
-
-
-def observe_specs() -> None:
-    """Record the current version of every spec source (what the UI's "Observe" does)."""
-    for spec in ("data_spec", "method_spec", "metric_spec"):
-        outcome = execute_partition(f"observe_{spec}", None)
-        if not outcome.ok:
-            raise RuntimeError(f"observing {spec} failed (run {outcome.run_id}): {outcome.error}")
-
-
 def register_and_plan(sweep: Sweep) -> SweepPlan:
-    """Register the sweep, observe specs if anything changed, and plan against fresh records."""
-    instance, defs = get_instance(), _defs()
-    plan = make_plan(sweep, instance, defs)  # before registering: new keys count as unobserved
-    register(sweep)
-    if plan.unobserved:
-        observe_specs()
-    return make_plan(sweep, instance, defs)
+    instance = get_instance()
+    register(instance, sweep)
+    return make_plan(sweep, instance, _defs().resolve_asset_graph())
 
 
 def default_workers() -> int:
@@ -188,7 +165,7 @@ def run_sweep(
     start = time.perf_counter()
     workers = workers or default_workers()
     progress = progress or (lambda label, total: lambda outcome: None)
-    instance, defs = get_instance(), _defs()
+    instance, graph = get_instance(), _defs().resolve_asset_graph()
     before = register_and_plan(sweep)
     result = SweepResult(before)
 
@@ -198,7 +175,7 @@ def run_sweep(
         failed_data = {o.partition for o in result.failed}
 
         # Plan again: a re-materialized dataset whose content did not change leaves its cells fresh.
-        cells = make_plan(sweep, instance, defs).pending_cells()
+        cells = make_plan(sweep, instance, graph).pending_cells()
         result.skipped = [c.partition for c in cells if c.data in failed_data]
         todo = [c.partition for c in cells if c.data not in failed_data]
         result.outcomes += run_partitions("cells", todo, pool, progress("cells", len(todo)))

@@ -50,9 +50,6 @@ class SweepPlan:
     datasets: dict[str, Status]
     cells: list[CellPlan]
     report: Status
-    # True when a spec's current version has not been observed yet: observe before running,
-    # so each materialization's provenance records the versions it was computed from.
-    unobserved: bool = False
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -85,8 +82,7 @@ def _worst(*statuses: Status) -> Status:
 class _Resolver:
     """Dagster's stale-status resolver for one consistent look at the instance."""
 
-    def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions):
-        graph = defs.resolve_asset_graph()
+    def __init__(self, instance: dg.DagsterInstance, graph):
         view = AssetGraphView(
             temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
             instance=instance,
@@ -107,8 +103,9 @@ class _Resolver:
         return self._r.get_current_data_version(dg.AssetKey(asset), partition).value
 
 
-def make_plan(sweep: Sweep, instance: dg.DagsterInstance, defs: dg.Definitions) -> SweepPlan:
-    r = _Resolver(instance, defs)
+def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
+    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`."""
+    r = _Resolver(instance, asset_graph)
     known_data = set(instance.get_dynamic_partitions("data"))
     known_methods = set(instance.get_dynamic_partitions("method"))
 
@@ -118,7 +115,6 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, defs: dg.Definitions) 
     method_drift = {
         m.key for m in sweep.methods if m.key in known_methods and r.observed("method_spec", m.key) != specs.method_version(m)
     }
-    new_keys = any(d.key not in known_data for d in sweep.data) or any(m.key not in known_methods for m in sweep.methods)
 
     datasets: dict[str, Status] = {}
     for d in sweep.data:
@@ -150,5 +146,4 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, defs: dg.Definitions) 
         report = Status(STALE, "cells pending")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
-    unobserved = bool(metrics_drift or data_drift or method_drift or new_keys)
-    return SweepPlan(sweep, datasets, cells, report, unobserved)
+    return SweepPlan(sweep, datasets, cells, report)

@@ -75,7 +75,7 @@ def test_tiny_sweep_on_s3(lab, s3):
     body = s3.get_object(Bucket=BUCKET, Key="lab/assets/metric_table.parquet")["Body"].read()
     table = pd.read_parquet(io.BytesIO(body))
     assert sorted(table["partition"]) == sorted(f"{d}|{m}" for d, m in sweep.cells)
-    assert make_plan(sweep, get_instance(), _defs()).counts[FRESH] == 4
+    assert make_plan(sweep, get_instance(), _defs().resolve_asset_graph()).counts[FRESH] == 4
 
 
 def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
@@ -96,5 +96,5 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)
     assert not result.failed
-    assert make_plan(sweep, get_instance(), _defs()).counts[FRESH] == 4
+    assert make_plan(sweep, get_instance(), _defs().resolve_asset_graph()).counts[FRESH] == 4
     assert len(storage.read_parquet(storage.url("reports", "tiny", "metrics.parquet"))) == 4

@@ -30,7 +30,7 @@ def materializations(asset: str) -> dict:
 
 
 def plan(sweep):
-    return make_plan(sweep, get_instance(), execute._defs())
+    return make_plan(sweep, get_instance(), execute._defs().resolve_asset_graph())
 
 
 def test_tiny_sweep_end_to_end(lab):

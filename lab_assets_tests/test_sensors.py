@@ -1,0 +1,90 @@
+"""The sweep sensors, evaluated with Dagster's own test helpers against a real instance."""
+
+import json
+import time
+
+import dagster as dg
+from dagster._core.definitions.events import AssetKeyPartitionKey
+from dagster._utils.schedules import reverse_cron_string_iterator
+
+from lab_assets.definitions import defs
+from lab_assets.execute import run_sweep
+from lab_assets.instance import get_instance
+from lab_assets.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
+from lab_assets.sweep import load_sweep
+
+
+def evaluate(sensor, cursor=None):
+    context = dg.build_sensor_context(instance=get_instance(), cursor=cursor, repository_def=defs.get_repository_def())
+    return sensor(context)
+
+
+def test_registry_registers_new_and_edited_sweeps_once(lab):
+    inst = get_instance()
+    first = evaluate(sweep_registry)
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
+    assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
+    assert inst.get_dynamic_partitions("sweep") == ["tiny"]
+
+    again = evaluate(sweep_registry, first.cursor)  # nothing changed: nothing to do
+    assert again.skip_reason
+
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
+    evaluate(sweep_registry, first.cursor)
+    assert len(inst.get_dynamic_partitions("method")) == 3  # the new key, old ones kept
+
+    (lab / "sweeps" / "broken.yaml").write_text("name: broken\ndata: {nope: {}}\nmethods: {pca: {}}\n")
+    result = evaluate(sweep_registry, first.cursor)  # a broken file is logged, the rest still works
+    assert "broken" not in inst.get_dynamic_partitions("sweep")
+    assert "broken.yaml" in json.loads(result.cursor)
+
+
+def _with_schedule(lab, cron="0 3 * * *"):
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text() + f'schedule: "{cron}"\n')
+    return load_sweep(path)
+
+
+def _cursor_before_last_tick(cron="0 3 * * *"):
+    tick = next(reverse_cron_string_iterator(time.time(), cron, "UTC")).timestamp()
+    return json.dumps({"tiny": tick - 86400})
+
+
+def test_schedule_requests_exactly_the_missing_cells_once(lab):
+    sweep = _with_schedule(lab)
+    first_sight = evaluate(sweep_schedules)
+    assert first_sight.run_requests == []  # a new sweep waits for its next tick
+
+    result = evaluate(sweep_schedules, _cursor_before_last_tick())
+    [request] = result.run_requests
+    assert request.tags[SWEEP_TAG] == "tiny"
+    subset = request.asset_graph_subset
+    graph = defs.resolve_asset_graph()
+    cells = {AssetKeyPartitionKey(dg.AssetKey("metrics"), dg.MultiPartitionKey({"data": d, "method": m})) for d, m in sweep.cells}
+    assert cells <= set(subset.iterate_asset_partitions())
+    assert {k.to_user_string() for k in subset.asset_keys} == {"raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
+    assert graph is not None
+
+    # The same tick again: handled already, no second backfill.
+    assert evaluate(sweep_schedules, result.cursor).run_requests == []
+
+
+def test_schedule_requests_nothing_when_everything_is_fresh(lab):
+    sweep = _with_schedule(lab)
+    run_sweep(sweep, workers=1)
+    assert evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests == []
+
+
+def test_schedule_requests_only_stale_cells(lab, monkeypatch):
+    from lab_assets.methods import METHODS
+
+    sweep = _with_schedule(lab)
+    run_sweep(sweep, workers=1)
+    monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
+    [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
+    parts = set(request.asset_graph_subset.iterate_asset_partitions())
+    metrics = {p.partition_key.keys_by_dimension["method"] for p in parts if p.asset_key == dg.AssetKey("metrics")}
+    assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
+    assert not any(p.asset_key == dg.AssetKey("dataset") for p in parts)
