@@ -13,7 +13,9 @@ import hashlib
 import importlib
 import inspect
 import json
+import math
 import pkgutil
+import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
@@ -24,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
+
+
+RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0-9.]+))(?P<close>[\])])")
 
 
 class RegistryError(ValueError):
@@ -53,7 +58,22 @@ class Entry:
     # Optional: extra identity of the inputs that the parameters alone don't capture
     # (the content hash of a user's file, say). Called with the validated parameters.
     fingerprint: Callable[[dict[str, Any]], str] | None = None
+    # Metrics: the mathematically possible values, in interval notation ("[0, 1]", "(0, inf)");
+    # the metrics asset's blocking check refuses a value outside it.
+    valid_range: str | None = None
     description: str = field(default="", compare=False)
+
+    def in_range(self, value: float) -> bool:
+        """Whether `value` is finite and inside `valid_range` (always True without one)."""
+        if self.valid_range is None:
+            return True
+        m = RANGE.fullmatch(self.valid_range.replace(" ", ""))
+        if m is None:
+            raise RegistryError(f"{self.kind} {self.name}: valid_range {self.valid_range!r} is not like '[0, 1]' or '(0, inf)'")
+        lo, hi = float(m["lo"]), float(m["hi"])
+        above = value >= lo if m["open"] == "[" else value > lo
+        below = value <= hi if m["close"] == "]" else value < hi
+        return bool(math.isfinite(value) and above and below)
 
     @cached_property
     def params_model(self) -> type[pydantic.BaseModel]:
@@ -104,6 +124,7 @@ class Registry:
         *,
         packages: Iterable[str] = (),
         fingerprint: Callable[[dict[str, Any]], str] | None = None,
+        valid_range: str | None = None,
     ) -> Callable[[Callable[..., Any]], Entry]:
         def register(fn: Callable[..., Any]) -> Entry:
             if name in self._entries:
@@ -114,6 +135,7 @@ class Registry:
                 fn=fn,
                 packages=tuple(packages),
                 fingerprint=fingerprint,
+                valid_range=valid_range,
                 description=inspect.getdoc(fn) or "",
             )
             self._entries[name] = entry

@@ -11,7 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets import keystore, lineage, storage
+from lab_assets import checks, keystore, lineage, storage
 from lab_assets.assets.specs import data_spec
 from lab_assets.datasets import DATASETS, Raw
 from lab_assets.partitions import DATA
@@ -72,11 +72,14 @@ def raw_frame(raw: Raw, key: str) -> pd.DataFrame:
     return df
 
 
-def _materialize(df: pd.DataFrame, asset: str, key: str, prov: dict, timing: lineage.Timing, **extra) -> dg.MaterializeResult:
+def _materialize(
+    df: pd.DataFrame, asset: str, key: str, prov: dict, timing: lineage.Timing, checks=(), **extra
+) -> dg.MaterializeResult:
     path = storage.write_parquet(storage.asset_path(asset, key), df, prov)
     return dg.MaterializeResult(
         metadata=lineage.metadata(prov, timing, len(df), path, **extra),
         data_version=content_version(df),
+        check_results=list(checks),
     )
 
 
@@ -94,13 +97,21 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return _materialize(df, "raw_dataset", key, prov, t, n_features=df.shape[1] - 2)
 
 
-@dg.asset(partitions_def=DATA, deps=[raw_dataset], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
+@dg.asset(
+    partitions_def=DATA,
+    deps=[raw_dataset],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+    check_specs=checks.specs("dataset", checks.DATASET_CHECKS),
+)
 def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The intermediate: raw rows plus the seeded train/test split, schema in the metadata."""
     key = context.partition_key
     config = keystore.data_config(key)
     with lineage.timed() as t:
         df = storage.read_parquet(storage.asset_path("raw_dataset", key))
+        raw_rows = len(df)
         n_test = int(round(TEST_FRACTION * len(df)))
         split = np.full(len(df), "train", dtype=object)
         split[rng(config.seed, SPLIT_STREAM).permutation(len(df))[:n_test]] = "test"
@@ -113,6 +124,7 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         key,
         prov,
         t,
+        checks=checks.check_dataset(df, raw_rows),
         schema=dg.TableSchema(columns=[dg.TableColumn(c, str(df[c].dtype)) for c in df.columns]),
         n_features=df.shape[1] - 3,
         label_kind=label_kind(df["label"]),

@@ -10,7 +10,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets import keystore, lineage, storage
+from lab_assets import checks, keystore, lineage, storage
 from lab_assets.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.assets.specs import method_spec, metric_spec
 from lab_assets.methods import METHODS
@@ -48,6 +48,7 @@ def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},
+    check_specs=checks.specs("embedding", checks.EMBEDDING_CHECKS),
 )
 def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The method's output on every row of the dataset (z0..z{d-1} plus row, split, label)."""
@@ -78,6 +79,7 @@ def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata=lineage.metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
         data_version=content_version(df),
+        check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
     )
 
 
@@ -87,6 +89,7 @@ def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},
+    check_specs=checks.specs("metrics", checks.METRIC_CHECKS),
 )
 def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """One row per cell: every metric the cell's sweeps ask for, at every k, from one shared
@@ -123,4 +126,5 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata=lineage.metadata(prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()}),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
+        check_results=checks.check_metrics(suite, values),
     )

@@ -14,7 +14,7 @@ from lab_assets.metrics import METRICS
 from lab_assets.metrics.neighbors import Neighborhoods
 
 
-@METRICS("lid", packages=["numpy", "scikit-learn"])
+@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)")
 def lid(
     nb: Neighborhoods,
     *,

@@ -47,7 +47,7 @@ def class_labels(nb: Neighborhoods) -> np.ndarray:
     return labels
 
 
-@METRICS("silhouette", packages=["scikit-learn", "numpy"])
+@METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]")
 def silhouette(
     nb: Neighborhoods,
     *,
