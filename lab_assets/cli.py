@@ -138,6 +138,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0 if all(o.ok for o in outcomes) else FAILED
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from lab_assets.query import run, tables
+
+    if not tables():
+        print("lab query: no results yet; run `lab sweep run <file>` first", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        df = run(args.sql)
+    except duckdb.Error as e:
+        print(f"lab query: {e}\nviews: {', '.join(tables())}", file=sys.stderr)
+        return BAD_INPUT
+    if args.format == "json":
+        print(df.to_json(orient="records", indent=2))
+    elif args.format == "csv":
+        print(df.to_csv(index=False), end="")
+    else:
+        print(df.to_markdown(index=False))
+    return 0
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from lab_assets.instance import prepare_dagster_home
     from lab_assets.settings import project_dir
@@ -175,6 +197,11 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("file")
     report.add_argument("--json", action="store_true")
     report.set_defaults(fn=cmd_report)
+
+    query = sub.add_parser("query", help="SQL (DuckDB) over metric_table and each sweep's report table")
+    query.add_argument("sql")
+    query.add_argument("--format", choices=["markdown", "csv", "json"], default="markdown")
+    query.set_defaults(fn=cmd_query)
 
     ui = sub.add_parser("ui", help="start the Dagster UI (dagster dev) on this machine only")
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")

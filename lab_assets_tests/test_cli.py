@@ -67,6 +67,14 @@ def test_plan_run_plan_report_in_parallel(lab):
     assert report.returncode == 0
     assert "trustworthiness@k=5" in report.stdout and "embeddings.png" in report.stdout
 
+    sql = 'SELECT method_name, count(*) AS n, min("trustworthiness@k=5") AS t FROM metric_table GROUP BY 1 ORDER BY 1'
+    rows = json.loads(lab_cli("query", sql, "--format", "json", cwd=lab).stdout)
+    assert [(r["method_name"], r["n"]) for r in rows] == [("isomap", 2), ("pca", 2)]
+    assert all(0 < r["t"] <= 1 for r in rows)
+    assert len(json.loads(lab_cli("query", "SELECT * FROM tiny", "--format", "json", cwd=lab).stdout)) == 4
+    bad = lab_cli("query", "SELECT * FROM nope", cwd=lab)
+    assert bad.returncode == 2 and "views: metric_table, tiny" in bad.stderr
+
 
 def test_killed_run_leaves_no_torn_file_and_resumes(lab):
     env = os.environ.copy()
