@@ -5,6 +5,8 @@ with pandas or DuckDB). `report` is partitioned by sweep: it selects that sweep'
 writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/reports/<sweep>/`.
 """
 
+from datetime import timedelta
+
 import dagster as dg
 import pandas as pd
 
@@ -28,7 +30,19 @@ def read_metric_rows() -> pd.DataFrame:
     return table[ID_COLUMNS + metric_cols]
 
 
-@dg.asset(deps=[metrics], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
+# Asset-level freshness (Dagster's is per asset, not per partition): with nightly sweep
+# schedules the consolidated tables are rebuilt at least daily; older than that, the UI warns,
+# then fails. Per-cell freshness is staleness instead: `lab sweep plan` / the stale badges.
+TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=48), warn_window=timedelta(hours=26))
+
+
+@dg.asset(
+    deps=[metrics],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+    freshness_policy=TABLE_FRESHNESS,
+)
 def metric_table() -> dg.MaterializeResult:
     """Every materialized cell's metrics in one table; each row names its partition and git SHA."""
     with lineage.timed() as t:
@@ -82,6 +96,7 @@ def write_report(sweep: Sweep) -> dict[str, str]:
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet", "csv", "markdown", "png"},
+    freshness_policy=TABLE_FRESHNESS,
 )
 def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """A sweep's metric table (Parquet, CSV, Markdown) and figures."""
