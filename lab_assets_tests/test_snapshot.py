@@ -35,7 +35,7 @@ def shape() -> dict:
             "deps": sorted(p.to_user_string() for p in node.parent_keys),
             "observable_source": node.is_observable,
             "has_code_version": node.code_version is not None,
-            "checks": sorted(c.name for c in graph.get_check_keys_for_assets({key})) if hasattr(graph, "get_check_keys_for_assets") else None,
+            "checks": sorted(c.name for c in graph.get_check_keys_for_assets({key})),
         }
     checks = sorted(
         f"{spec.asset_key.to_user_string()}:{spec.name}{' (blocking)' if spec.blocking else ''}"
