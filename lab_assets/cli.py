@@ -79,7 +79,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lab_assets.execute import iter_lines, run_sweep
 
     sweep = _load(args.file)
-    result = run_sweep(sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet))
+    result = run_sweep(
+        sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet), submit=args.submit
+    )
     failed = result.failed
     if args.json:
         print(json.dumps({
@@ -191,6 +193,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
     run.add_argument("--json", action="store_true", help="machine-readable summary, no progress bar")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
+                     "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run)
 
     report = sub.add_parser("report", help="write a sweep's table (Parquet, CSV, Markdown) and figures")
@@ -215,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
+    from lab_assets.submit import SubmitError
     from lab_assets.sweep import SweepError
 
     try:
@@ -222,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     except SweepError as e:
         print(f"lab: invalid sweep\n{e}", file=sys.stderr)
         return BAD_INPUT
+    except SubmitError as e:
+        print(f"lab: {e}", file=sys.stderr)
+        return FAILED
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from functools import cache
 
 from lab_assets import keystore
 from lab_assets.register import register
+from lab_assets.submit import Submitter
 from lab_assets.instance import get_instance
 from lab_assets.k8s import k8s_tags
 from lab_assets.plan import FRESH, SweepPlan, make_plan
@@ -131,8 +132,10 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
 
 
 def run_partitions(
-    job: str, partitions: list[str], pool: ProcessPoolExecutor | None, on_done: Callable[[Outcome], None]
+    job: str, partitions: list[str], pool: "ProcessPoolExecutor | Submitter | None", on_done: Callable[[Outcome], None]
 ) -> list[Outcome]:
+    if isinstance(pool, Submitter):
+        return pool.run(job, partitions, on_done) if partitions else []
     outcomes = []
     if pool is None:
         for p in partitions:
@@ -155,13 +158,24 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+@contextmanager
+def _runner(workers: int, submit: str | None) -> Iterator["ProcessPoolExecutor | Submitter | None"]:
+    if submit:
+        yield Submitter(submit, run_tags)
+    else:
+        with worker_pool(workers) as pool:
+            yield pool
+
+
 def run_sweep(
     sweep: Sweep,
     workers: int | None = None,
     progress: Callable[[str, int], Callable[[Outcome], None]] | None = None,
+    submit: str | None = None,
 ) -> SweepResult:
     """Materialize the sweep's missing or stale partitions. `progress(label, total)` returns a
-    callback invoked once per finished run."""
+    callback invoked once per finished run. `submit`: a Dagster webserver URL to launch the runs
+    through (its run launcher and queue) instead of running them here."""
     start = time.perf_counter()
     workers = workers or default_workers()
     progress = progress or (lambda label, total: lambda outcome: None)
@@ -169,7 +183,7 @@ def run_sweep(
     before = register_and_plan(sweep)
     result = SweepResult(before)
 
-    with worker_pool(min(workers, len(before.pending_cells()))) as pool:
+    with _runner(min(workers, len(before.pending_cells())), submit) as pool:
         data = before.pending_data()
         result.outcomes += run_partitions("datasets", data, pool, progress("datasets", len(data)))
         failed_data = {o.partition for o in result.failed}
@@ -180,11 +194,12 @@ def run_sweep(
         todo = [c.partition for c in cells if c.data not in failed_data]
         result.outcomes += run_partitions("cells", todo, pool, progress("cells", len(todo)))
 
-    if todo or result.outcomes or before.report.status != FRESH:
-        tick = progress("report", 2)
-        for job, partition in (("metric_table", None), ("report", sweep.name)):
-            result.outcomes.append(execute_partition(job, partition))
-            tick(result.outcomes[-1])
+        if todo or result.outcomes or before.report.status != FRESH:
+            tick = progress("report", 2)
+            # The report needs the consolidated table first: two phases, one run each.
+            reporter = pool if isinstance(pool, Submitter) else None
+            for job, partition in (("metric_table", None), ("report", sweep.name)):
+                result.outcomes += run_partitions(job, [partition], reporter, tick)
     result.seconds = time.perf_counter() - start
     return result
 
