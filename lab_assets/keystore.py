@@ -60,10 +60,11 @@ def sweeps() -> list[Sweep]:
     return [sweep(name) for name in keys("sweep")]
 
 
-def metric_suite(data_key: str, method_key: str) -> list[MetricConfig]:
+def sweeps_containing(data_key: str, method_key: str) -> list[Sweep]:
+    return [s for s in sweeps() if (data_key, method_key) in s.cells]
+
+
+def metric_suite(cell_sweeps: list[Sweep]) -> list[MetricConfig]:
     """The metrics a cell owes: every metric that any registered sweep containing it asks for."""
-    suite: dict[str, MetricConfig] = {}
-    for s in sweeps():
-        if (data_key, method_key) in s.cells:
-            suite.update((m.column, m) for m in s.metrics)
+    suite = {m.column: m for s in cell_sweeps for m in s.metrics}
     return [suite[c] for c in sorted(suite)]

@@ -144,3 +144,28 @@ def test_a_bad_dataset_fails_alone(lab):
     assert result.count("cells") == 4  # the other datasets' cells are untouched
     assert not storage.exists(storage.asset_path("raw_dataset", broken))
     assert keystore.data_config(broken).params["path"] == "broken.csv"
+
+
+def test_each_cell_is_one_offline_wandb_run_and_tracking_failures_are_harmless(lab, monkeypatch):
+    import wandb
+
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    runs = {}
+    for cell, m in materializations("metrics").items():
+        meta = m.metadata
+        assert meta["wandb_mode"].value == "offline"
+        run_dir = lab / ".lab" / "wandb"
+        assert str(run_dir) in meta["wandb_run"].value  # nothing left the machine
+        runs[cell] = meta["wandb_run_id"].value
+    assert len(set(runs.values())) == 4
+    offline = list((lab / ".lab" / "wandb" / "wandb").glob("offline-run-*"))
+    assert sorted(p.name.rsplit("-", 1)[1] for p in offline) == sorted(runs.values())
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("wandb is down")
+
+    monkeypatch.setattr(wandb, "init", broken)
+    cell = f"{sweep.data[0].key}|{sweep.methods[0].key}"
+    assert execute_partition("cells", cell).ok
+    assert materializations("metrics")[cell].metadata["wandb_error"].value == "RuntimeError: wandb is down"

@@ -5,12 +5,13 @@ The dataset is computed once per data key; every method's cell reads it through 
 """
 
 import warnings
+from dataclasses import asdict
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets import checks, keystore, lineage, storage
+from lab_assets import checks, keystore, lineage, storage, tracking
 from lab_assets.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.assets.specs import method_spec, metric_spec
 from lab_assets.methods import METHODS
@@ -96,7 +97,8 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     kNN search of the data and one of the embedding."""
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
-    suite = keystore.metric_suite(data_key, method_key)
+    cell_sweeps = keystore.sweeps_containing(data_key, method_key)
+    suite = keystore.metric_suite(cell_sweeps)
     table = storage.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
@@ -123,8 +125,13 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     df = pd.DataFrame([row])
     prov = lineage.provenance({"metrics": [m.column for m in suite]}, data.seed, CODE_VERSION)
     path = storage.write_parquet(storage.asset_path("metrics", cell), df, prov)
+    sweeps = sorted(s.name for s in cell_sweeps)
+    run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
+    wandb = tracking.track_cell(cell, sweeps, run_config, values)
+    if "wandb_error" in wandb:
+        context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
     return dg.MaterializeResult(
-        metadata=lineage.metadata(prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()}),
+        metadata=lineage.metadata(prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()}, **wandb),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
         check_results=checks.check_metrics(suite, values),
     )
