@@ -1,7 +1,14 @@
 """Every test gets its own project folder, lab home and Dagster instance (a real SQLite one)."""
 
+import json
 import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,3 +60,55 @@ def lab_cli(*args, cwd, timeout=300):
         timeout=timeout,
         env=os.environ.copy(),
     )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def graphql(port: int, query: str, variables: dict | None = None) -> dict:
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        out = json.loads(resp.read())
+    assert "errors" not in out, out
+    return out["data"]
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@contextmanager
+def lab_ui(lab):
+    """`lab ui` on a free port, up and answering; every process it started is stopped after."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli", "ui", "--port", str(port)],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        def up():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        wait_for(up, 120, "the webserver")
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -1,21 +1,14 @@
 """`lab ui` for real: dagster dev on 127.0.0.1 serves the sweep's partitions, and a partition
 launched the way the UI launches it (a GraphQL partition backfill) is materialized."""
 
-import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 
 import dagster as dg
 from lab_assets.execute import run_sweep
 from lab_assets.instance import get_instance
 from lab_assets.k8s import GPU_TAG
 from lab_assets.sweep import load_sweep
+from lab_assets_tests.conftest import graphql, lab_ui, wait_for
 
 PARTITIONS = """query { assetNodeOrError(assetKey: {path: ["embedding"]}) {
   ... on AssetNode { partitionKeysByDimension { name partitionKeys } } } }"""
@@ -23,58 +16,6 @@ BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill
   __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
 STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
   ... on PartitionBackfill { status } } }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        out = json.loads(resp.read())
-    assert "errors" not in out, out
-    return out["data"]
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-
-
-@contextmanager
-def lab_ui(lab):
-    """`lab ui` on a free port, up and answering; every process it started is stopped after."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli", "ui", "--port", str(port)],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        def up():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-
-        wait_for(up, 120, "the webserver")
-        yield port
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_ui_serves_partitions_and_materializes_one(lab):

@@ -5,6 +5,7 @@ with pandas or DuckDB). `report` is partitioned by sweep: it selects that sweep'
 writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/reports/<sweep>/`.
 """
 
+import base64
 from datetime import timedelta
 
 import dagster as dg
@@ -90,6 +91,11 @@ def write_report(sweep: Sweep) -> dict[str, str]:
     return paths
 
 
+def _inline_png(title: str, path: str) -> dg.MetadataValue:
+    encoded = base64.b64encode(storage.read_bytes(path)).decode()
+    return dg.MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{encoded})")
+
+
 @dg.asset(
     partitions_def=SWEEP,
     deps=[metric_table, dg.AssetDep(embedding, partition_mapping=dg.AllPartitionMapping())],
@@ -110,6 +116,9 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
             **lineage.metadata(prov, t, len(table), report_dir(sweep.name)),
             "cells": f"{len(table)} of {len(sweep.cells)}",
             "table": dg.MetadataValue.md(storage.read_bytes(paths["markdown"]).decode()),
+            # Inline, so the figures show in the UI's materialization view without file access.
+            "embeddings": _inline_png("Embeddings (first seed), coloured by label", paths["embeddings"]),
+            "metrics_vs_k": _inline_png("Metrics vs k (mean, min-max over seeds)", paths["metric_curves"]),
             **{f"{name}_path": dg.MetadataValue.path(p) for name, p in paths.items()},
         },
         data_version=content_version(table),
