@@ -57,8 +57,8 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         changed.append(path.name)
     if not changed:
         return dg.SensorResult(skip_reason="no new or edited sweep file", cursor=json.dumps(seen))
-    context.log.info(f"registered: {', '.join(changed)}")
-    return dg.SensorResult(cursor=json.dumps(seen))
+    # Registration is the whole job (no run to launch), so the tick says what it registered.
+    return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
 def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
