@@ -22,14 +22,14 @@ def evaluate(sensor, cursor=None):
 def test_registry_registers_new_and_edited_sweeps_once(lab):
     inst = get_instance()
     first = evaluate(sweep_registry)
-    assert first.skip_reason == "registered tiny.yaml"
+    assert first.skip_reason.skip_message == "registered tiny.yaml"
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
     assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
     again = evaluate(sweep_registry, first.cursor)  # nothing changed: nothing to do
-    assert again.skip_reason == "no new or edited sweep file"
+    assert again.skip_reason.skip_message == "no new or edited sweep file"
 
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
