@@ -31,6 +31,27 @@ metrics:
 """
 
 
+@pytest.fixture(scope="module")
+def single_threaded():
+    """As in the sweep runner (execute.SINGLE_THREADED): OpenMP spinning on a shared 2-core
+    machine can make a 200-point t-SNE take seconds instead of a fraction of one.
+    threadpoolctl only limits libraries already loaded, so every method module is imported first."""
+    from threadpoolctl import threadpool_limits
+
+    from lab_assets.methods import METHODS
+
+    METHODS.names()
+    with threadpool_limits(1):
+        yield
+
+
+def swissroll_points(n: int):
+    from lab_assets.assets.datasets import GENERATE_STREAM, rng
+    from lab_assets.datasets import DATASETS
+
+    return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=n, noise=0.0).X
+
+
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
     """An empty lab project in tmp_path: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it."""

@@ -3,14 +3,13 @@
 import numpy as np
 import pydantic
 import pytest
-from threadpoolctl import threadpool_limits
 
-from lab_assets.assets.datasets import GENERATE_STREAM, rng
-from lab_assets.datasets import DATASETS
 from lab_assets.methods import METHODS
+from lab_assets_tests.conftest import swissroll_points
 from lab_assets.registry import Entry, RegistryError
 
 N = 200
+pytestmark = pytest.mark.usefixtures("single_threaded")
 ALL = ["isomap", "pca", "phate", "tsne", "umap"]
 # Small settings so the whole file stays fast (t-SNE's minimum is 250 iterations). t-SNE's
 # default PCA init leaves nothing random on a 3-d input, so a random init exercises the seed.
@@ -28,19 +27,9 @@ BAD = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_threaded():
-    # As in the sweep runner (execute.SINGLE_THREADED); OpenMP spinning on a shared CI
-    # machine can otherwise make a 200-point t-SNE take seconds instead of a fraction of one.
-    # threadpoolctl only limits libraries already loaded: import every method module first.
-    METHODS.names()
-    with threadpool_limits(1):
-        yield
-
-
 @pytest.fixture(scope="module")
 def X():
-    return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=N, noise=0.0).X
+    return swissroll_points(N)
 
 
 def embed(name, X, seed=0, **params):

@@ -6,14 +6,13 @@ import pydantic
 import pytest
 import scipy.linalg
 from scipy.spatial.distance import pdist, squareform
-from threadpoolctl import threadpool_limits
 
-from lab_assets.assets.datasets import GENERATE_STREAM, rng
-from lab_assets.datasets import DATASETS
 from lab_assets.methods import METHODS
+from lab_assets_tests.conftest import swissroll_points
 from lab_assets.methods.diffusion_map import DiffusionMap
 
 N = 200
+pytestmark = pytest.mark.usefixtures("single_threaded")
 NEW = ["diffusion_map", "mds", "spectral"]
 # Small settings keep the file fast (MDS is O(n^2) per SMACOF iteration, times n_init).
 FAST = {"mds": {"n_init": 2, "max_iter": 100}, "spectral": {}, "diffusion_map": {}}
@@ -25,17 +24,9 @@ BAD = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def single_threaded():
-    # As in test_methods.py: a shared machine's BLAS threads otherwise make timings erratic.
-    METHODS.names()
-    with threadpool_limits(1):
-        yield
-
-
 @pytest.fixture(scope="module")
 def X():
-    return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=N, noise=0.0).X
+    return swissroll_points(N)
 
 
 @pytest.fixture(scope="module")
