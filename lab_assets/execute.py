@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from lab_assets import keystore
-from lab_assets.register import register
-from lab_assets.submit import Submitter
 from lab_assets.instance import get_instance
 from lab_assets.k8s import k8s_tags
+from lab_assets.partitions import cell_key
 from lab_assets.plan import FRESH, SweepPlan, make_plan
+from lab_assets.register import register
+from lab_assets.submit import Submitter
 from lab_assets.sweep import Sweep
 
 
@@ -64,12 +65,7 @@ def _defs():
 
 
 def _partition_key(partition: str):
-    import dagster as dg
-
-    if "|" in partition:
-        data, method = partition.split("|")
-        return dg.MultiPartitionKey({"data": data, "method": method})
-    return partition
+    return cell_key(*partition.split("|")) if "|" in partition else partition
 
 
 def run_tags(job: str, partition: str | None) -> dict[str, str]:

@@ -52,14 +52,11 @@ class Submitter:
         raise SubmitError(f"{self.url} serves no code location with lab_assets' jobs")
 
     def _launch(self, job: str, partition: str | None) -> str:
-        import dagster as dg
-
-        from lab_assets.partitions import CELL, DATA, SWEEP
+        from lab_assets.partitions import CELL, DATA, SWEEP, cell_key
 
         tags = dict(self.tags_for(job, partition))
         if job == "cells":
-            data, method = partition.split("|")
-            tags.update(CELL.get_tags_for_partition_key(dg.MultiPartitionKey({"data": data, "method": method})))
+            tags.update(CELL.get_tags_for_partition_key(cell_key(*partition.split("|"))))
         elif job == "datasets":
             tags.update(DATA.get_tags_for_partition_key(partition))
         elif job == "report":
