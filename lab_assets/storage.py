@@ -113,7 +113,7 @@ def glob(pattern: str) -> list[str]:
     """Matching paths, as full URLs under the root, sorted. Temporaries ('.'-names) never match."""
     fs = filesystem()
     found = fs.glob(pattern)
-    return sorted(fs.unstrip_protocol(p) if not is_local() else p for p in found)
+    return sorted(found if is_local() else (fs.unstrip_protocol(p) for p in found))
 
 
 def write_parquet(path: str, df: pd.DataFrame, metadata: dict[str, Any] | None = None) -> str:
