@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numba
 import numpy as np
-from scipy.spatial.distance import cdist
 from sklearn.neighbors import NearestNeighbors
 
 # Elements (float64) of one block of the chunked rank computation, ~32 MB: bounds memory at
@@ -132,7 +132,14 @@ def positions(idx: np.ndarray, other_idx: np.ndarray) -> np.ndarray:
 
 
 def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
-    """1 + number of other points strictly closer to rows[t] than cols[t] is (exact distances)."""
+    """1 + number of other points strictly closer to rows[t] than cols[t] is.
+
+    Rows are processed in blocks: one BLAS product gives a block's inner products with every
+    point (O(block * n) memory), then `_count_below` forms each row's squared distances and
+    bins them against that row's sorted thresholds (never a sort of the row). A threshold is
+    computed by the same expression as the distances it is compared with, so a pair's rank is
+    consistent with the other distances of its row, ties included.
+    """
     rows = np.asarray(rows, dtype=np.int64).ravel()
     cols = np.asarray(cols, dtype=np.int64).ravel()
     if rows.shape != cols.shape:
@@ -140,6 +147,9 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
     if (rows == cols).any():
         raise ValueError("a point has no rank among its own neighbours (rows[t] == cols[t])")
     n = A.shape[0]
+    # Centring shrinks |a|^2 + |b|^2 - 2ab's cancellation error without changing any distance.
+    A = A - A.mean(axis=0)
+    sq = np.einsum("ij,ij->i", A, A)
     out = np.empty(rows.size, dtype=np.int64)
     order = np.argsort(rows, kind="stable")
     urows, starts = np.unique(rows[order], return_index=True)
@@ -147,19 +157,75 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
     step = max(1, _BLOCK // n)
     for a in range(0, urows.size, step):
         chunk = urows[a : a + step]
-        # Squared distances order like distances and avoid the sqrt's rounding merging values.
-        d = cdist(A[chunk], A, "sqeuclidean")
-        d[np.arange(chunk.size), chunk] = np.inf  # the point itself is never a neighbour
-        for i in range(chunk.size):
-            pairs = order[bounds[a + i] : bounds[a + i + 1]]
-            row = d[i]
-            threshold = row[cols[pairs]]
-            # A few thresholds: one pass per threshold beats sorting the row (n log n).
-            if threshold.size <= 8:
-                out[pairs] = 1 + np.count_nonzero(row < threshold[:, None], axis=1)
-            else:
-                row.sort()
-                out[pairs] = 1 + np.searchsorted(row, threshold, side="left")
+        gram = A[chunk] @ A.T
+        pairs = order[bounds[a] : bounds[a + chunk.size]]
+        local = np.repeat(np.arange(chunk.size), np.diff(bounds[a : a + chunk.size + 1]))
+        # The same expression, in the same order, as `_count_below` evaluates for each entry.
+        threshold = (sq[chunk[local]] + sq[cols[pairs]]) - 2.0 * gram[local, cols[pairs]]
+        by_value = np.lexsort((threshold, local))  # sorted within each row's segment
+        counts = np.empty(pairs.size, dtype=np.int64)
+        seg = bounds[a : a + chunk.size + 1] - bounds[a]
+        counts[by_value] = _count_below(gram, chunk, sq, seg, threshold[by_value])
+        out[pairs] = 1 + counts
+    return out
+
+
+# Grid cells per threshold in `_count_below`: more cells, fewer entries that need comparing.
+_CELLS_PER_THRESHOLD = 16
+
+
+@numba.njit(parallel=True, cache=True)
+def _count_below(gram, rows, sq, seg, thr):  # pragma: no cover - compiled
+    """For block row r (point rows[r]) and each threshold thr[p] of its segment seg[r]:seg[r+1]
+    (sorted), the number of other points j with squared distance
+    (sq[rows[r]] + sq[j]) - 2 gram[r, j] strictly below thr[p].
+
+    Distances are formed here, not in a block-sized temporary. Each is located among the row's
+    thresholds through a uniform grid over [smallest, largest threshold]: a cell's position
+    among the thresholds is precomputed, and only the few entries that land in a cell holding a
+    threshold are compared with it. (A binary search per entry mispredicts a branch at every
+    level; a grid from 0 puts most entries in threshold cells, as distances concentrate.)
+    """
+    out = np.zeros(thr.size, dtype=np.int64)
+    for r in numba.prange(gram.shape[0]):
+        s, m = seg[r], seg[r + 1] - seg[r]
+        if m == 0:
+            continue
+        lo, top = thr[s], thr[s + m - 1]
+        cells = _CELLS_PER_THRESHOLD * m
+        scale = cells / (top - lo) if top > lo else 0.0
+        # Thresholds first[c]:last[c] lie in cell c; before[c] lie in earlier cells.
+        first = np.full(cells + 1, m, dtype=np.int64)
+        last = np.zeros(cells + 1, dtype=np.int64)
+        for q in range(m):
+            c = min(int((thr[s + q] - lo) * scale), cells)
+            if first[c] == m:
+                first[c] = q
+            last[c] = q + 1
+        before = np.empty(cells + 1, dtype=np.int64)
+        seen = 0
+        for c in range(cells + 1):
+            before[c] = seen
+            seen = max(seen, last[c])
+        # hist[p]: entries with exactly p thresholds <= them.
+        hist = np.zeros(m + 1, dtype=np.int64)
+        me, sq_me = rows[r], sq[rows[r]]
+        for j in range(gram.shape[1]):
+            x = (sq_me + sq[j]) - 2.0 * gram[r, j]
+            if x < top and j != me:
+                if x < lo:
+                    hist[0] += 1
+                    continue
+                c = min(int((x - lo) * scale), cells)
+                p = before[c]
+                for q in range(first[c], last[c]):
+                    if thr[s + q] <= x:
+                        p += 1
+                hist[p] += 1
+        total = 0
+        for q in range(m):  # x < thr[q] exactly when at most q thresholds are <= x
+            total += hist[q]
+            out[s + q] = total
     return out
 
 
