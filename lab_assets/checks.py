@@ -53,6 +53,13 @@ def check_embedding(Z: np.ndarray, rows: int, n_components: int | None) -> list[
     return [_result("finite_and_shaped", shaped and finite, shape=str(Z.shape), expected_rows=rows, finite=finite)]
 
 
-def check_metrics(suite: list[MetricConfig], values: dict[str, float]) -> list[dg.AssetCheckResult]:
-    outside = {m.column: values[m.column] for m in suite if not METRICS[m.metric].in_range(values[m.column])}
+def check_metrics(
+    suite: list[MetricConfig], values: dict[str, float], not_applicable: dict[str, str]
+) -> list[dg.AssetCheckResult]:
+    """Every value is in range, except the ones recorded as not applicable (null, with a reason)."""
+    outside = {
+        m.column: values[m.column]
+        for m in suite
+        if m.column not in not_applicable and not METRICS[m.metric].in_range(values[m.column])
+    }
     return [_result("values_in_range", not outside, outside=dg.MetadataValue.json({k: str(v) for k, v in outside.items()}))]

@@ -5,14 +5,14 @@ import os
 import dagster as dg
 
 from lab_assets.assets.datasets import dataset, raw_dataset
-from lab_assets.assets.experiments import embedding, metrics
+from lab_assets.assets.experiments import metrics, model_and_embedding
 from lab_assets.assets.reports import metric_table, report
 from lab_assets.assets.specs import SPECS
 from lab_assets.sensors import SENSORS
 
 # The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
 datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
-cells_job = dg.define_asset_job("materialize_cells", selection=[embedding, metrics])
+cells_job = dg.define_asset_job("materialize_cells", selection=[model_and_embedding, metrics])
 metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
 report_job = dg.define_asset_job("materialize_report", selection=[report])
 
@@ -32,7 +32,7 @@ def executor() -> dg.ExecutorDefinition:
 
 
 defs = dg.Definitions(
-    assets=[*SPECS, raw_dataset, dataset, embedding, metrics, metric_table, report],
+    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report],
     jobs=[datasets_job, cells_job, metric_table_job, report_job],
     sensors=SENSORS,
     executor=executor(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import math
@@ -61,6 +62,11 @@ class Entry:
     # Metrics: the mathematically possible values, in interval notation ("[0, 1]", "(0, inf)");
     # the metrics asset's blocking check refuses a value outside it.
     valid_range: str | None = None
+    # Methods: the estimator has `inverse_transform` back to data space (reconstruction_error).
+    invertible: bool = False
+    # Modules besides the entry's own whose source is part of what it computes (an estimator
+    # kept in another module so that registering it imports nothing heavy).
+    sources: tuple[str, ...] = ()
     description: str = field(default="", compare=False)
 
     def in_range(self, value: float) -> bool:
@@ -90,9 +96,11 @@ class Entry:
 
     @cached_property
     def code_version(self) -> str:
-        source = Path(inspect.getsourcefile(self.fn) or "").read_bytes()
+        files = [inspect.getsourcefile(self.fn) or ""]
+        files += [importlib.util.find_spec(module).origin for module in self.sources]  # not imported
+        sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
         versions = {p: package_version(p) for p in self.packages}
-        return digest({"source": hashlib.sha256(source).hexdigest(), "packages": versions})
+        return digest({"source": sources[0] if len(sources) == 1 else sources, "packages": versions})
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         """The full parameter set (defaults filled in), or pydantic.ValidationError."""
@@ -125,6 +133,8 @@ class Registry:
         packages: Iterable[str] = (),
         fingerprint: Callable[[dict[str, Any]], str] | None = None,
         valid_range: str | None = None,
+        invertible: bool = False,
+        sources: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Entry]:
         def register(fn: Callable[..., Any]) -> Entry:
             if name in self._entries:
@@ -136,6 +146,8 @@ class Registry:
                 packages=tuple(packages),
                 fingerprint=fingerprint,
                 valid_range=valid_range,
+                invertible=invertible,
+                sources=tuple(sources),
                 description=inspect.getdoc(fn) or "",
             )
             self._entries[name] = entry

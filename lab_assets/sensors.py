@@ -68,7 +68,8 @@ def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
         wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), data) for a in ("raw_dataset", "dataset")}
     for cell in plan.pending_cells():
         key = cell_key(cell.data, cell.method)
-        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in ("embedding", "metrics")}
+        # `model` and `embedding` come from one step; the model exists for trainable methods only.
+        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in ("model", "embedding", "metrics")}
     if wanted or plan.report.status != FRESH:
         wanted.add(AssetKeyPartitionKey(dg.AssetKey("metric_table"), None))
         wanted.add(AssetKeyPartitionKey(dg.AssetKey("report"), plan.sweep.name))

@@ -42,9 +42,11 @@ def test_embedding_and_metric_checks():
     assert not passed(checks.check_embedding(np.zeros((4, 2)), 5, 2))["finite_and_shaped"]
     suite = [MetricConfig("trustworthiness", {"k": 5}), MetricConfig("lid", {"k": 5, "space": "embedding"})]
     ok = {"trustworthiness@k=5": 0.9, "lid@k=5,space=embedding": 2.0}
-    assert passed(checks.check_metrics(suite, ok))["values_in_range"]
-    assert not passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": 1.2}))["values_in_range"]
-    assert not passed(checks.check_metrics(suite, {**ok, "lid@k=5,space=embedding": 0.0}))["values_in_range"]
+    assert passed(checks.check_metrics(suite, ok, {}))["values_in_range"]
+    # A value recorded as not applicable (null, with a reason) is not out of range.
+    assert passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": float("nan")}, {"trustworthiness@k=5": "why"}))["values_in_range"]
+    assert not passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": 1.2}, {}))["values_in_range"]
+    assert not passed(checks.check_metrics(suite, {**ok, "lid@k=5,space=embedding": 0.0}, {}))["values_in_range"]
 
 
 def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypatch):

@@ -23,13 +23,14 @@ def test_dagster_definitions_validate():
 def test_asset_graph_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
+    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"}
 
     def parents(asset):
         return {k.to_user_string() for k in graph.get(dg.AssetKey(asset)).parent_keys}
 
     assert parents("dataset") == {"raw_dataset"}
-    assert parents("embedding") == {"dataset", "method_spec"}
+    assert parents("model") == {"dataset", "method_spec"}
+    assert parents("embedding") == {"model", "dataset", "method_spec"}
     assert parents("metrics") == {"embedding", "dataset", "metric_spec"}
     assert parents("report") == {"metric_table", "embedding"}
 
@@ -38,5 +39,5 @@ def test_asset_graph_and_partitions():
     assert [d.name for d in cell.partitions_defs] == ["data", "method"]
     assert graph.get(dg.AssetKey("dataset")).partitions_def.name == "data"
     assert graph.get(dg.AssetKey("metric_table")).partitions_def is None
-    for asset in ("raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"):
+    for asset in ("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"):
         assert graph.get(dg.AssetKey(asset)).code_version, asset

@@ -4,6 +4,7 @@ The dataset is computed once per data key; every method's cell reads it through 
 `MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
 """
 
+import hashlib
 import warnings
 from dataclasses import asdict
 
@@ -13,9 +14,10 @@ import pandas as pd
 
 from lab_assets import checks, keystore, lineage, storage, tracking
 from lab_assets.assets.datasets import content_version, dataset, features, label_kind
-from lab_assets.assets.specs import method_spec, metric_spec
+from lab_assets.assets.specs import data_version, method_spec, method_version, metric_spec
+from lab_assets.checkpoints import Checkpoint
 from lab_assets.methods import METHODS
-from lab_assets.metrics import METRICS
+from lab_assets.metrics import METRICS, NotApplicable
 from lab_assets.metrics.neighbors import Neighborhoods
 from lab_assets.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
 
@@ -23,6 +25,8 @@ GROUP = "experiments"
 CODE_VERSION = lineage.module_version(__file__)
 # What an embedding table carries besides its coordinates, so it can be plotted on its own.
 CARRIED_COLUMNS = ["row", "split", "label"]
+# Per-row squared reconstruction error, for methods that can map an embedding back to data space.
+RECONSTRUCTION_COLUMN = "recon_sq_error"
 # Import-time and deprecation chatter says nothing about the cell's result.
 IGNORED_WARNINGS = (ImportWarning, DeprecationWarning, PendingDeprecationWarning)
 
@@ -40,27 +44,58 @@ def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:
     return df[[c for c in df.columns if c.startswith("z")]].to_numpy(dtype=np.float64)
 
 
-@dg.asset(
-    partitions_def=CELL,
-    deps=[
-        dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA),
-        dg.AssetDep(method_spec, partition_mapping=CELL_TO_METHOD),
+CELL_INPUTS = [
+    dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA),
+    dg.AssetDep(method_spec, partition_mapping=CELL_TO_METHOD),
+]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "model",
+            deps=CELL_INPUTS,
+            skippable=True,  # only trainable methods have one
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            kinds={"pytorch"},
+            description="The trained weights of a trainable method (autoencoder), weights-only; "
+            "checkpointed while training and resumed after a crash. Not materialized for other methods.",
+        ),
+        dg.AssetSpec(
+            "embedding",
+            deps=["model", *CELL_INPUTS],
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            kinds={"parquet"},
+            description="The method's output on every row of the dataset (z0..z{d-1} plus row, split, "
+            "label, and recon_sq_error for invertible methods).",
+        ),
     ],
-    group_name=GROUP,
-    code_version=CODE_VERSION,
-    kinds={"parquet"},
+    partitions_def=CELL,
     check_specs=checks.specs("embedding", checks.EMBEDDING_CHECKS),
 )
-def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """The method's output on every row of the dataset (z0..z{d-1} plus row, split, label)."""
+def model_and_embedding(context: dg.AssetExecutionContext):
+    """Fit the cell's method (training and storing a model where it has one), then embed every
+    row. One step: fitting and embedding share the fitted estimator in memory."""
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = METHODS[method.method]
     table = storage.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
+    estimator = entry(data.seed, **method.params)
+    trainable = hasattr(estimator, "state_dict")
     with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        Z = np.asarray(entry(data.seed, **method.params).fit_transform(X), dtype=np.float64)
+        if trainable:
+            # A checkpoint of other code, parameters or data is never resumed.
+            version = f"{method_version(method)}|{data_version(data)}|{CODE_VERSION}"
+            checkpoint = Checkpoint(storage.asset_path("model", cell, ".ckpt.pt"), version, method.params["checkpoint_every"])
+            estimator.fit(X[(table["split"] == "train").to_numpy()], checkpoint=checkpoint)
+            Z = estimator.transform(X)
+        else:
+            Z = estimator.fit_transform(X)
+        Z = np.asarray(Z, dtype=np.float64)
     # Library warnings (a disconnected kNN graph, say) belong with the cell they concern.
     notes = sorted(
         {f"{w.category.__name__}: {w.message}" for w in caught if not issubclass(w.category, IGNORED_WARNINGS)}
@@ -72,21 +107,47 @@ def embedding(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
             f"cell {cell}: {method.method} returned shape {Z.shape} with "
             f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
         )
+    prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
+    if trainable:
+        yield _model_result(estimator, cell, prov, t)
     df = table[CARRIED_COLUMNS].copy()
     for j in range(Z.shape[1]):
         df[f"z{j}"] = Z[:, j]
-    prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
+    if entry.invertible:
+        df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
     path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
+        asset_key="embedding",
         metadata=lineage.metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
         data_version=content_version(df),
         check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
     )
 
 
+def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.MaterializeResult:
+    weights = estimator.weights()
+    path = storage.write_bytes(storage.asset_path("model", cell, ".pt"), weights)
+    return dg.MaterializeResult(
+        asset_key="model",
+        metadata=lineage.metadata(
+            prov,
+            t,
+            len(estimator.losses),
+            path,
+            parameters=estimator.n_parameters,
+            device=str(estimator.device),
+            epochs=len(estimator.losses),
+            resumed_from_epoch=estimator.resumed_from,
+            final_loss=float(estimator.losses[-1]),
+            loss_curve=dg.MetadataValue.json([round(v, 6) for v in estimator.losses]),
+        ),
+        data_version=dg.DataVersion(hashlib.sha256(weights).hexdigest()[:16]),
+    )
+
+
 @dg.asset(
     partitions_def=CELL,
-    deps=[embedding, dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA), metric_spec],
+    deps=["embedding", dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA), metric_spec],
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},
@@ -102,13 +163,21 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     table = storage.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
-    Z = embedding_coordinates(storage.read_parquet(storage.asset_path("embedding", cell)))
+    emb = storage.read_parquet(storage.asset_path("embedding", cell))
+    recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     values: dict[str, float] = {}
+    not_applicable: dict[str, str] = {}
     with lineage.timed() as t:
-        neighborhoods = Neighborhoods(X, Z, k_max, labels=labels, seed=data.seed)
+        neighborhoods = Neighborhoods(
+            X, embedding_coordinates(emb), k_max, labels=labels, seed=data.seed,
+            split=table["split"].to_numpy(), reconstruction=recon,
+        )
         for m in suite:
-            values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
+            try:
+                values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
+            except NotApplicable as reason:  # recorded as null, with why: not a failure
+                values[m.column], not_applicable[m.column] = float("nan"), str(reason)
     sha, dirty = lineage.git_state()
     row = {
         "partition": cell,
@@ -131,7 +200,10 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     if "wandb_error" in wandb:
         context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
     return dg.MaterializeResult(
-        metadata=lineage.metadata(prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()}, **wandb),
+        metadata=lineage.metadata(
+            prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()},
+            not_applicable=dg.MetadataValue.json(not_applicable), **wandb,
+        ),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
-        check_results=checks.check_metrics(suite, values),
+        check_results=checks.check_metrics(suite, values, not_applicable),
     )

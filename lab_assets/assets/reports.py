@@ -13,7 +13,7 @@ import pandas as pd
 
 from lab_assets import figures, keystore, lineage, storage
 from lab_assets.assets.datasets import content_version
-from lab_assets.assets.experiments import embedding, metrics
+from lab_assets.assets.experiments import metrics
 from lab_assets.partitions import SWEEP
 from lab_assets.sweep import Sweep
 
@@ -98,7 +98,7 @@ def _inline_png(title: str, path: str) -> dg.MetadataValue:
 
 @dg.asset(
     partitions_def=SWEEP,
-    deps=[metric_table, dg.AssetDep(embedding, partition_mapping=dg.AllPartitionMapping())],
+    deps=[metric_table, dg.AssetDep("embedding", partition_mapping=dg.AllPartitionMapping())],
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet", "csv", "markdown", "png"},

@@ -8,7 +8,7 @@ from sklearn.decomposition import PCA
 from lab_assets.methods import METHODS
 
 
-@METHODS("pca", packages=["scikit-learn"])
+@METHODS("pca", packages=["scikit-learn"], invertible=True)
 def pca(seed: int, *, n_components: Annotated[int, Field(ge=1)] = 2, whiten: bool = False) -> PCA:
     """Exact PCA (full SVD, so the result does not depend on the seed)."""
     return PCA(n_components=n_components, whiten=whiten, svd_solver="full", random_state=seed)

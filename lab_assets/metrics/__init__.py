@@ -7,3 +7,9 @@ the data and one of the embedding at the largest k any metric asks for; smaller 
 from lab_assets.registry import Registry
 
 METRICS = Registry("metric", __name__)
+
+
+class NotApplicable(ValueError):
+    """The metric has no meaning for this cell (silhouette of a dataset without classes, the
+    reconstruction error of a method that cannot invert). The metrics asset records the value
+    as null together with this reason, instead of failing the cell's other metrics."""

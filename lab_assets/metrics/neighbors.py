@@ -25,7 +25,7 @@ class Neighborhoods:
     increasing euclidean distance.
     """
 
-    def __init__(self, X, Z, k_max: int, labels=None, seed: int = 0):
+    def __init__(self, X, Z, k_max: int, labels=None, seed: int = 0, split=None, reconstruction=None):
         X = _as_points(X, "X (data)")
         Z = _as_points(Z, "Z (embedding)")
         if X.shape[0] != Z.shape[0]:
@@ -44,6 +44,9 @@ class Neighborhoods:
         # Labels (classes or a coordinate, None if the dataset has none) and the cell's seed,
         # for metrics that need them (silhouette, seeded subsampling).
         self.labels, self.seed = labels, seed
+        # Each row's "train"/"test" split and, for methods that can invert, its squared
+        # reconstruction error (None otherwise), for metrics that are not about neighbours.
+        self.split, self.reconstruction = split, reconstruction
         self.data_idx, self.data_dist = _knn(X, self.k_max)
         self.emb_idx, self.emb_dist = _knn(Z, self.k_max)
 

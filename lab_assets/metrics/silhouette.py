@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field
 from sklearn.metrics import silhouette_score
 
-from lab_assets.metrics import METRICS
+from lab_assets.metrics import METRICS, NotApplicable
 from lab_assets.metrics.neighbors import Neighborhoods
 
 # Random stream of this metric, so its subsample does not depend on what other metrics draw.
@@ -33,14 +33,14 @@ def subsample(n: int, n_points: int, seed: int) -> np.ndarray:
 def class_labels(nb: Neighborhoods) -> np.ndarray:
     """The labels as classes, or ValueError saying why they are not usable as classes."""
     if nb.labels is None:
-        raise ValueError("silhouette needs class labels, but this dataset has no labels")
+        raise NotApplicable("silhouette needs class labels, but this dataset has no labels")
     labels = np.asarray(nb.labels)
     if labels.shape != (nb.n,):
         raise ValueError(f"silhouette: got labels of shape {labels.shape} for {nb.n} points")
     # Only integers are classes: the dataset asset stores class labels as int64 and continuous
     # ones (a manifold coordinate, say) as float64, which would make every point its own class.
     if not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
+        raise NotApplicable(
             f"silhouette needs class labels, but this dataset has no class labels: its labels "
             f"are {labels.dtype}, not integers (continuous values are not classes)"
         )

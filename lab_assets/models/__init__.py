@@ -1,0 +1,1 @@
+"""Trainable models behind methods (torch); imported only when such a method runs."""
