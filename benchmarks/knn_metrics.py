@@ -53,9 +53,9 @@ def measure(what: str, n: int) -> dict:
 
 
 def child(what: str, n: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", what, str(n)], check=True, capture_output=True, text=True
-    )
+    out = subprocess.run([sys.executable, __file__, "--child", what, str(n)], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"{what} at n={n} failed:\n{out.stderr}")
     return json.loads(out.stdout.splitlines()[-1])
 
 

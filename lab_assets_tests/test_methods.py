@@ -20,10 +20,10 @@ SEED_FREE = {"pca", "isomap"}
 BAD = {
     "pca": [{"n_components": 0}, {"whiten": "yes"}],
     "isomap": [{"n_neighbors": 1}, {"n_components": 0}],
-    "tsne": [{"n_components": 4}, {"max_iter": 249}, {"init": "spectral"}, {"perplexity": 0.0},
+    "tsne": [{"n_components": 4}, {"max_iter": 249}, {"init": "spectral"}, {"perplexity": 0.0}, {"n_neighbors": 1},
              {"learning_rate": "fast"}],
     "umap": [{"n_neighbors": 1}, {"min_dist": -0.1}, {"metric": 3}],
-    "phate": [{"knn": 1}, {"decay": 0.0}, {"t": "never"}, {"t": 0}, {"mds_solver": "classic"}],
+    "phate": [{"n_neighbors": 1}, {"decay": 0.0}, {"t": "never"}, {"t": 0}, {"mds_solver": "classic"}],
 }
 
 
@@ -80,7 +80,7 @@ def test_method_parameters_reach_the_estimator():
     assert (tsne.perplexity, tsne.max_iter, tsne.random_state) == (12.0, 300, 3)
     umap = METHODS["umap"](4, **METHODS["umap"].validate({"n_neighbors": 7, "min_dist": 0.5}))
     assert (umap.n_neighbors, umap.min_dist, umap.random_state) == (7, 0.5, 4)
-    phate = METHODS["phate"](5, **METHODS["phate"].validate({"knn": 9, "t": 20}))
+    phate = METHODS["phate"](5, **METHODS["phate"].validate({"n_neighbors": 9, "t": 20}))
     assert (phate.knn, phate.t, phate.random_state) == (9, 20, 5)
     iso = METHODS["isomap"](0, **METHODS["isomap"].validate({"n_neighbors": 6}))
     assert iso.n_neighbors == 6 and iso.eigen_solver == "dense"

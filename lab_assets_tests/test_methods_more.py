@@ -89,6 +89,29 @@ def test_parameters_reach_the_estimator():
     }
 
 
+# What each method calls its neighbourhood size; the sweep file says `n_neighbors` for all of them.
+NEIGHBOURHOOD = {
+    "isomap": lambda e: e.n_neighbors,
+    "umap": lambda e: e.n_neighbors,
+    "spectral": lambda e: e.n_neighbors,
+    "diffusion_map": lambda e: e.n_neighbors,
+    "phate": lambda e: e.knn,
+    "tsne": lambda e: 3 * e.perplexity,  # Barnes-Hut t-SNE looks at 3 * perplexity neighbours
+}
+
+
+def test_one_n_neighbors_and_n_components_for_every_method():
+    for name in METHODS.names():
+        fields = METHODS[name].params_model.model_fields
+        assert "n_components" in fields, name
+        assert ("n_neighbors" in fields) == (name in NEIGHBOURHOOD), name
+    for name, own in NEIGHBOURHOOD.items():
+        estimator = METHODS[name](0, **METHODS[name].validate({"n_neighbors": 21}))
+        assert own(estimator) == 21, name
+    with pytest.raises(ValueError, match="give perplexity .* or n_neighbors .*, not both"):
+        METHODS["tsne"](0, **METHODS["tsne"].validate({"n_neighbors": 21, "perplexity": 5.0}))
+
+
 def test_mds_recovers_an_isometric_embedding():
     """Reference: points that *are* 2-D (rotated into 3-D) have a zero-stress 2-D embedding,
     so SMACOF must reproduce every pairwise distance."""
