@@ -42,8 +42,10 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: str) -> s
                 ax.text(0.5, 0.5, "missing", ha="center", va="center", transform=ax.transAxes)
                 continue
             y = df["z1"] if "z1" in df else 0 * df["z0"]
-            colour = df["label"] if df["label"].notna().any() else None
-            ax.scatter(df["z0"], y, c=colour, s=2, cmap="Spectral", linewidths=0)
+            if df["label"].notna().any():
+                ax.scatter(df["z0"], y, c=df["label"], s=2, cmap="Spectral", linewidths=0)
+            else:
+                ax.scatter(df["z0"], y, s=2, linewidths=0)
     return _save(fig, path)
 
 

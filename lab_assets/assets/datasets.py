@@ -118,6 +118,10 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         df.insert(1, "split", split)
     prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION)
     counts = df["split"].value_counts()
+    quirks = data_quirks(df)
+    for what, value in quirks.items():
+        if value:
+            context.log.warning(f"data {key}: {what} = {value} (kept; see the dataset's metadata)")
     return _materialize(
         df,
         "dataset",
@@ -130,4 +134,17 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         label_kind=label_kind(df["label"]),
         train_rows=int(counts.get("train", 0)),
         test_rows=int(counts.get("test", 0)),
+        constant_columns=dg.MetadataValue.json(quirks["constant_columns"]),
+        duplicate_rows=quirks["duplicate_rows"],
     )
+
+
+def data_quirks(df: pd.DataFrame) -> dict:
+    """Legal but surprising properties, recorded rather than refused: a constant column changes
+    no distance (methods that standardise treat its spread as 1), and duplicate rows are points
+    at distance 0 (LID is then recorded as not applicable)."""
+    cols = [c for c in df.columns if c.startswith("x")]
+    return {
+        "constant_columns": [c for c in cols if df[c].nunique(dropna=False) <= 1],
+        "duplicate_rows": int(df.duplicated(subset=cols).sum()),
+    }

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from lab_assets.metrics import METRICS
+from lab_assets.metrics import METRICS, NotApplicable
 from lab_assets.metrics.neighbors import Neighborhoods
 
 
@@ -24,10 +24,11 @@ def lid(
     """Mean Levina-Bickel maximum-likelihood local dimension over the k nearest neighbours."""
     nb.check_k(k)
     dist = (nb.emb_dist if space == "embedding" else nb.data_dist)[:, :k]
-    # log(T_k / 0) is inf and would silently turn the mean into 0 or nan.
+    # log(T_k / 0) is inf and would silently turn the mean into 0 or nan. Undefined, not an
+    # error of the cell: recorded as null with this reason (the cell's other metrics stand).
     dup = dist[:, 0] == 0
     if dup.any():
-        raise ValueError(
+        raise NotApplicable(
             f"lid is undefined for duplicate points: {int(dup.sum())} points of the {space} "
             f"space have a neighbour at distance 0 (first: point {int(np.flatnonzero(dup)[0])})"
         )
@@ -35,7 +36,7 @@ def lid(
     # All k neighbours equidistant: the likelihood has no maximum (dimension -> infinity).
     flat = logs == 0
     if flat.any():
-        raise ValueError(
+        raise NotApplicable(
             f"lid is undefined when all {k} neighbours are equidistant: {int(flat.sum())} "
             f"points of the {space} space (first: point {int(np.flatnonzero(flat)[0])})"
         )
