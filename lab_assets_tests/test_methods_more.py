@@ -97,6 +97,8 @@ NEIGHBOURHOOD = {
     "diffusion_map": lambda e: e.n_neighbors,
     "phate": lambda e: e.knn,
     "tsne": lambda e: 3 * e.perplexity,  # Barnes-Hut t-SNE looks at 3 * perplexity neighbours
+    "torchdr_tsne": lambda e: 3 * e.perplexity,
+    "torchdr_umap": lambda e: e.n_neighbors,
 }
 
 
