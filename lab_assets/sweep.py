@@ -30,6 +30,8 @@ RESOURCES = "resources"  # reserved key in a method's entry: compute resources, 
 class SweepError(ValueError):
     """A sweep file that cannot be run; the message names the file, the field and the fix."""
 
+    what = "sweep"
+
 
 @dataclass(frozen=True)
 class DataConfig:

@@ -40,6 +40,8 @@ SEARCHABLE = sorted(set(TrainConfig.model_fields) - set(BUDGET_FIELDS))
 class StudyError(SweepError):
     """A study file (or a proposal) that cannot be run; the message names the file and field."""
 
+    what = "study"
+
 
 class Range(pydantic.BaseModel):
     """A continuous (or integer) interval, for the random and optuna proposers."""
