@@ -19,7 +19,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG, extract_dat
 from lab_assets.assets.training import corpus, gpt_model, ledger_version
 from lab_assets.settings import project_dir
 from lab_assets.training import ledger, loop
-from lab_assets.training.study import StudyError, load_study
+from lab_assets.training.study import StudyError, parse_study
 
 corpus_job = dg.define_asset_job(loop.CORPUS_JOB, selection=[corpus])
 gpt_model_job = dg.define_asset_job(loop.TRIAL_JOB, selection=[gpt_model])
@@ -52,7 +52,7 @@ def study_loop(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     heartbeat, requests = {}, []
     for path in study_files():
         try:
-            study = load_study(path.relative_to(project_dir()))
+            study = parse_study(path.read_text(), str(path.relative_to(project_dir())))
             p = loop.advance(context.instance, study)
         except StudyError as e:  # a broken file or a failing proposer: say so, keep the others going
             context.log.error(str(e))

@@ -68,7 +68,7 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     trial = studies.trial(keys["trial"])
     df = storage.read_parquet(storage.asset_path("corpus", keys["corpus"]))
     b = backend.detect()
-    row = trial.ledger_row(context.run_id)
+    row = trial.ledger_row(context.run.run_id)
     with lineage.timed() as t:
         try:
             result = train.train(

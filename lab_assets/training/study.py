@@ -117,7 +117,8 @@ class Study:
         try:
             return TrainConfig.model_validate({**self.baseline.model_dump(), **overrides})
         except pydantic.ValidationError as e:
-            raise StudyError(f"{where}: " + f"\n{where}: ".join(_pydantic_lines("", e, SEARCHABLE))) from None
+            lines = [line.removeprefix(": ") for line in _pydantic_lines("", e, SEARCHABLE)]  # ": " = whole model
+            raise StudyError(f"{where}: " + f"\n{where}: ".join(lines)) from None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "corpus": self.corpus.model_dump(mode="json"),
@@ -140,7 +141,7 @@ def parse_study(text: str, source: str) -> Study:
     try:
         baseline = TrainConfig.model_validate({**baseline.model_dump(), "steps": None, **budget})
     except pydantic.ValidationError as e:
-        raise StudyError(f"{source}: budget: " + "; ".join(_pydantic_lines("", e, list(BUDGET_FIELDS)))) from None
+        raise StudyError(f"{source}: " + "; ".join(_pydantic_lines("budget", e, list(BUDGET_FIELDS)))) from None
     study = Study(spec.name, source, spec.corpus, baseline, spec.search)
     for name, dim in spec.search.space.items():  # every choice must make a valid config
         for value in dim if isinstance(dim, list) else [dim.low, dim.high]:
