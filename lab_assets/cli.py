@@ -1,7 +1,8 @@
 """`lab`: the command line. Plain, scriptable, `--json` on request; heavy imports stay inside
 the commands so `lab --help` answers at once.
 
-Exit codes: 0 success, 1 a partition failed, 2 bad input (a sweep file, a flag).
+Exit codes: 0 success, 1 a partition failed (a study: no trial succeeded), 2 bad input (a sweep or
+study file, a flag).
 """
 
 from __future__ import annotations
@@ -162,6 +163,45 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study(path: str):
+    from lab_assets.training.study import load_study
+
+    return load_study(path)
+
+
+def cmd_study_run(args: argparse.Namespace) -> int:
+    from lab_assets.instance import get_instance
+    from lab_assets.training.loop import run_study
+
+    study = _study(args.file)
+    quiet = args.json
+
+    def report(p) -> None:
+        if not quiet:
+            print(f"study {p.study}: {p.done}/{p.total} trials; {p.state}", file=sys.stderr, flush=True)
+
+    final = run_study(get_instance(), study, report)
+    return _show(study.name, args.json, final.heartbeat())
+
+
+def cmd_study_show(args: argparse.Namespace) -> int:
+    return _show(_study(args.file).name, args.json, None)
+
+
+def _show(name: str, as_json: bool, heartbeat: dict | None) -> int:
+    from lab_assets.training import ledger
+
+    rows = ledger.rows(name)
+    if as_json:
+        print(json.dumps({"study": name, "progress": heartbeat, "rows": rows,
+                          "tsv": ledger.path(name, ".tsv")}, indent=2, default=str))
+    else:
+        print(ledger.tsv(rows), end="")
+        print(f"ledger: {ledger.path(name, '.tsv')} (and .parquet)", file=sys.stderr)
+    # A crashed trial is a result (a bad proposal); a study with no result at all is a failure.
+    return FAILED if heartbeat is not None and all(r["status"] == "crash" for r in rows) else 0
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from lab_assets.instance import prepare_dagster_home
     from lab_assets.settings import project_dir
@@ -207,6 +247,17 @@ def parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=["markdown", "csv", "json"], default="markdown")
     query.set_defaults(fn=cmd_query)
 
+    study = sub.add_parser("study", help="autonomous training search: run a study file, show its ledger")
+    study = study.add_subparsers(dest="action", required=True)
+    srun = study.add_parser("run", help="propose, train and record trials until the study's budget of trials is spent")
+    srun.add_argument("file")
+    srun.add_argument("--json", action="store_true", help="machine-readable ledger, no progress lines")
+    srun.set_defaults(fn=cmd_study_run)
+    show = study.add_parser("show", help="the study's ledger (TSV: pipe it to `column -t`)")
+    show.add_argument("file")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(fn=cmd_study_show)
+
     ui = sub.add_parser("ui", help="start the Dagster UI (dagster dev) on this machine only")
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
     ui.add_argument("--port", type=int, default=3000)
@@ -225,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except SweepError as e:
-        print(f"lab: invalid sweep\n{e}", file=sys.stderr)
+        print(f"lab: invalid {e.what}\n{e}", file=sys.stderr)
         return BAD_INPUT
     except SubmitError as e:
         print(f"lab: {e}", file=sys.stderr)

@@ -8,7 +8,9 @@ from lab_assets.assets.datasets import dataset, raw_dataset
 from lab_assets.assets.experiments import metrics, model_and_embedding
 from lab_assets.assets.reports import metric_table, report
 from lab_assets.assets.specs import SPECS
+from lab_assets.assets.training import TRAINING_ASSETS
 from lab_assets.sensors import SENSORS
+from lab_assets.study_sensor import corpus_job, gpt_model_job, study_loop
 
 # The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
 datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
@@ -32,8 +34,8 @@ def executor() -> dg.ExecutorDefinition:
 
 
 defs = dg.Definitions(
-    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report],
-    jobs=[datasets_job, cells_job, metric_table_job, report_job],
-    sensors=SENSORS,
+    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, *TRAINING_ASSETS],
+    jobs=[datasets_job, cells_job, metric_table_job, report_job, corpus_job, gpt_model_job],
+    sensors=[*SENSORS, study_loop],
     executor=executor(),
 )

@@ -25,3 +25,17 @@ CELL_TO_METHOD = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_n
 
 def cell_key(data: str, method: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({"data": data, "method": method})
+
+# Training (lab_assets/training): every trial of a study trains on the study's corpus, so a
+# trial cell is `corpus|trial` and reads its corpus through the `corpus` dimension. Trials get
+# their own dimension rather than `method` keys, which would add unmaterializable columns to
+# every DR grid. A study's ledger is partitioned by study.
+CORPUS = dg.DynamicPartitionsDefinition(name="corpus")
+TRIAL = dg.DynamicPartitionsDefinition(name="trial")
+STUDY = dg.DynamicPartitionsDefinition(name="study")
+TRIAL_CELL = dg.MultiPartitionsDefinition({"corpus": CORPUS, "trial": TRIAL})
+TRIAL_TO_CORPUS = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="corpus")
+
+
+def trial_cell_key(corpus: str, trial: str) -> dg.MultiPartitionKey:
+    return dg.MultiPartitionKey({"corpus": corpus, "trial": trial})

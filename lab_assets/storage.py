@@ -143,3 +143,10 @@ def write_json(path: str, obj: Any) -> str:
 
 def read_json(path: str) -> Any:
     return json.loads(read_bytes(path))
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Delete a file (a superseded checkpoint, say); missing is fine."""
+    fs = filesystem()
+    if fs.exists(os.fspath(path)):
+        fs.rm_file(os.fspath(path))

@@ -30,6 +30,8 @@ RESOURCES = "resources"  # reserved key in a method's entry: compute resources, 
 class SweepError(ValueError):
     """A sweep file that cannot be run; the message names the file, the field and the fix."""
 
+    what = "sweep"
+
 
 @dataclass(frozen=True)
 class DataConfig:
@@ -190,22 +192,29 @@ def _expand(
     return out
 
 
-def parse_sweep(text: str, source: str) -> Sweep:
-    """Validate a sweep file's text; every problem found is listed in one SweepError."""
+def yaml_model(text: str, source: str, model: type[pydantic.BaseModel], error: type[SweepError] = SweepError):
+    """A YAML file's text validated against `model`; `error` lists every problem with its line
+    or field (shared by sweep and study files)."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise SweepError(f"{source}: not valid YAML{where}: {problem}") from None
+        raise error(f"{source}: not valid YAML{where}: {problem}") from None
     if not isinstance(raw, dict):
-        raise SweepError(f"{source}: expected a mapping with name, data, methods (got {type(raw).__name__})")
+        required = ", ".join(n for n, f in model.model_fields.items() if f.is_required())
+        raise error(f"{source}: expected a mapping with {required} (got {type(raw).__name__})")
     try:
-        spec = SweepFile.model_validate(raw)
+        return model.model_validate(raw)
     except pydantic.ValidationError as e:
-        lines = _pydantic_lines("", e, sorted(SweepFile.model_fields))
-        raise SweepError(f"{source}: " + f"\n{source}: ".join(lines)) from None
+        lines = _pydantic_lines("", e, sorted(model.model_fields))
+        raise error(f"{source}: " + f"\n{source}: ".join(lines)) from None
+
+
+def parse_sweep(text: str, source: str) -> Sweep:
+    """Validate a sweep file's text; every problem found is listed in one SweepError."""
+    spec = yaml_model(text, source, SweepFile)
 
     errors: list[str] = []
     data = _expand("data", spec.data, DATASETS, errors)

@@ -23,7 +23,8 @@ def test_dagster_definitions_validate():
 def test_asset_graph_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"}
+    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table",
+                    "report", "corpus", "gpt_model", "study_ledger"}
 
     def parents(asset):
         return {k.to_user_string() for k in graph.get(dg.AssetKey(asset)).parent_keys}
@@ -39,5 +40,8 @@ def test_asset_graph_and_partitions():
     assert [d.name for d in cell.partitions_defs] == ["data", "method"]
     assert graph.get(dg.AssetKey("dataset")).partitions_def.name == "data"
     assert graph.get(dg.AssetKey("metric_table")).partitions_def is None
-    for asset in ("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"):
+    trial = graph.get(dg.AssetKey("gpt_model")).partitions_def
+    assert [d.name for d in trial.partitions_defs] == ["corpus", "trial"]
+    assert parents("gpt_model") == {"corpus"}
+    for asset in ("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report", "corpus", "gpt_model"):
         assert graph.get(dg.AssetKey(asset)).code_version, asset

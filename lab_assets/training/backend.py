@@ -1,0 +1,109 @@
+"""Which accelerator trains the model, decided in one place: CUDA, ROCm, MPS or CPU, and what
+each supports (bf16 autocast, torch.compile), plus the peak FLOP/s that MFU is measured against.
+
+MFU = achieved model FLOP/s / the device's peak dense bf16 FLOP/s. The peak numbers are the
+vendors' dense (no sparsity) bf16 tensor-core figures; a device not in the table (and every CPU
+and MPS device) has no MFU rather than a made-up one. `LAB_PEAK_FLOPS` overrides the table for a
+device it does not know.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+from dataclasses import dataclass
+
+import torch
+
+# Substring of torch.cuda.get_device_name() -> peak dense bf16 FLOP/s. Order matters: the first
+# match wins, so more specific names come first ("H100 PCIe" before "H100").
+PEAK_BF16_FLOPS: tuple[tuple[str, float], ...] = (
+    ("H200", 989.5e12),
+    ("H100 PCIe", 756.0e12),
+    ("H100", 989.5e12),  # SXM / HBM3
+    ("GH200", 989.5e12),
+    ("B200", 2250e12),
+    ("A100", 312e12),
+    ("L40S", 362e12),
+    ("L4", 121e12),
+    ("A10G", 70e12),
+    ("A10", 125e12),
+    ("RTX 4090", 165.2e12),
+    ("RTX 3090", 71e12),
+    ("MI300X", 1307.4e12),
+    ("MI250X", 383e12),
+)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # "cuda", "rocm", "mps" or "cpu"
+    device: str  # what torch.device() takes
+    device_name: str
+    autocast_dtype: torch.dtype | None  # None: train in float32
+    compile: bool
+    peak_flops: float | None  # None: MFU is not reported
+
+    def describe(self) -> str:
+        dtype = str(self.autocast_dtype).removeprefix("torch.") if self.autocast_dtype else "float32"
+        return f"{self.name} ({self.device_name}), {dtype}, {'compiled' if self.compile else 'eager'}"
+
+
+def peak_flops(device_name: str) -> float | None:
+    """Peak dense bf16 FLOP/s of a device, by name; LAB_PEAK_FLOPS wins when set."""
+    if os.environ.get("LAB_PEAK_FLOPS"):
+        return float(os.environ["LAB_PEAK_FLOPS"])
+    for needle, flops in PEAK_BF16_FLOPS:
+        if needle.lower() in device_name.lower():
+            return flops
+    return None
+
+
+def _compile_wanted() -> bool:
+    # torch.compile on GPUs needs Triton; without it, eager is the clean fallback.
+    # LAB_TORCH_COMPILE=0 turns it off (debugging, or a driver where Inductor misbehaves).
+    return os.environ.get("LAB_TORCH_COMPILE", "1") != "0" and importlib.util.find_spec("triton") is not None
+
+
+def detect() -> Backend:
+    """The best device present, in the order CUDA/ROCm (both are torch.cuda), MPS, CPU.
+    `LAB_DEVICE=cpu` forces the CPU (tests, or sharing a GPU box)."""
+    forced = os.environ.get("LAB_DEVICE", "")
+    if forced not in ("", "cpu"):
+        raise ValueError(f"LAB_DEVICE={forced!r}: allowed values are 'cpu' or unset (auto-detect)")
+    if forced != "cpu" and torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        bf16 = torch.cuda.is_bf16_supported()
+        return Backend(
+            name="rocm" if torch.version.hip else "cuda",
+            device="cuda",
+            device_name=name,
+            autocast_dtype=torch.bfloat16 if bf16 else None,
+            compile=_compile_wanted(),
+            peak_flops=peak_flops(name) if bf16 else None,
+        )
+    if forced != "cpu" and torch.backends.mps.is_available():
+        # Eager float32: Inductor's MPS backend and bf16 autocast are not dependable there yet.
+        return Backend("mps", "mps", "Apple GPU", None, False, None)
+    # CPU: float32 eager. bf16 autocast on CPUs without AMX is slower, and compiling needs a C++
+    # toolchain and takes longer than the tiny models trained here.
+    return Backend("cpu", "cpu", f"{platform.machine()} CPU, {torch.get_num_threads()} threads", None, False, None)
+
+
+def mfu(flops_per_token: float, tokens_per_second: float, peak: float | None) -> float | None:
+    """Model FLOPs utilization in [0, 1]; None without a known peak."""
+    if peak is None or peak <= 0:
+        return None
+    return flops_per_token * tokens_per_second / peak
+
+
+def peak_memory_gb(backend: Backend) -> float:
+    """Peak memory of the training: the accelerator's allocator on CUDA/ROCm, else the process's
+    peak resident set size (the only honest number on CPU and MPS's unified memory)."""
+    if backend.device == "cuda":
+        return torch.cuda.max_memory_allocated() / 1e9
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (rss if platform.system() == "Darwin" else rss * 1024) / 1e9  # bytes on macOS, KiB elsewhere

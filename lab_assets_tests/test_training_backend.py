@@ -1,0 +1,60 @@
+"""Backend detection, the peak-FLOP/s table and the MFU/FLOPs arithmetic (checked by hand)."""
+
+import pytest
+import torch
+
+from lab_assets.training import backend, gpt
+
+
+def test_cpu_is_detected_without_accelerator_features(monkeypatch):
+    monkeypatch.delenv("LAB_PEAK_FLOPS", raising=False)
+    monkeypatch.setenv("LAB_DEVICE", "cpu")  # the same answer with or without a GPU present
+    b = backend.detect()
+    assert (b.name, b.device, b.autocast_dtype, b.compile, b.peak_flops) == ("cpu", "cpu", None, False, None)
+    assert "float32, eager" in b.describe()
+
+
+def test_detect_refuses_an_unknown_forced_device(monkeypatch):
+    monkeypatch.setenv("LAB_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="LAB_DEVICE='tpu'"):
+        backend.detect()
+
+
+@pytest.mark.parametrize("name, flops", [
+    ("NVIDIA H100 80GB HBM3", 989.5e12),
+    ("NVIDIA H100 PCIe", 756.0e12),
+    ("NVIDIA H200", 989.5e12),
+    ("NVIDIA A100-SXM4-80GB", 312e12),
+    ("NVIDIA A10G", 70e12),
+    ("NVIDIA GeForce RTX 4090", 165.2e12),
+    ("AMD Instinct MI300X", 1307.4e12),
+    ("Some Future GPU", None),
+])
+def test_peak_flops_table(monkeypatch, name, flops):
+    monkeypatch.delenv("LAB_PEAK_FLOPS", raising=False)
+    assert backend.peak_flops(name) == flops
+
+
+def test_peak_flops_override(monkeypatch):
+    monkeypatch.setenv("LAB_PEAK_FLOPS", "1e15")
+    assert backend.peak_flops("Some Future GPU") == 1e15
+
+
+def test_mfu_formula_by_hand():
+    # 1e9 FLOPs/token x 300k tokens/s = 3e14 FLOP/s achieved, of a 1e15 peak: 30 %.
+    assert backend.mfu(1e9, 3e5, 1e15) == pytest.approx(0.3)
+    assert backend.mfu(1e9, 3e5, None) is None
+
+
+def test_flops_per_token_by_hand():
+    # depth 1, width 8, seq 4, vocab 256. Linear weights: qkv 8x24=192, proj 8x8=64,
+    # fc 8x32=256, out 32x8=256, head 8x256=2048 -> 2816. 6*2816 + 12*1*8*4 = 16896 + 384.
+    model = gpt.build(depth=1, width=8, heads=2, seq_len=4, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0))
+    assert model.matmul_params() == 2816
+    assert gpt.flops_per_token(model, depth=1, width=8, seq_len=4) == 17280
+    # plus the embeddings: 256*8 tokens + 4*8 positions
+    assert gpt.param_count(model) == 2816 + 2048 + 32
+
+
+def test_peak_memory_is_reported_on_cpu():
+    assert 0.01 < backend.peak_memory_gb(backend.detect()) < 64
