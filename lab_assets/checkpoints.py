@@ -45,8 +45,8 @@ def to_bytes(state: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def from_bytes(data: bytes) -> dict[str, Any]:
+def from_bytes(data: bytes, device: str = "cpu") -> dict[str, Any]:
     """Tensors and plain values only: `weights_only` refuses anything that would run code."""
     import torch
 
-    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    return torch.load(io.BytesIO(data), map_location=device, weights_only=True)

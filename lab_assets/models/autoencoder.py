@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from lab_assets import checkpoints
+from lab_assets.training import backend
 from lab_assets.checkpoints import Checkpoint
 
 
@@ -21,8 +22,9 @@ class TrainingDivergedError(RuntimeError):
 
 
 def pick_device(device: str) -> torch.device:
+    """"auto": the device the training backend detects (CUDA/ROCm, MPS, CPU; LAB_DEVICE=cpu forces CPU)."""
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        return torch.device(backend.detect().device)
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("autoencoder: device='cuda' was asked for but torch sees no CUDA device")
     return torch.device(device)

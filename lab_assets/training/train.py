@@ -9,7 +9,6 @@ kernels are deterministic only where torch offers it).
 
 from __future__ import annotations
 
-import io
 import math
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from lab_assets import storage
+from lab_assets import checkpoints, storage
 from lab_assets.training import backend as backends
 from lab_assets.training import gpt
 from lab_assets.training.config import TrainConfig
@@ -99,20 +98,13 @@ def val_bpb(model: gpt.GPT, val: torch.Tensor, seq_len: int, max_tokens: int, b:
     return total / count / math.log(2)
 
 
-def _to_bytes(obj: Any) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
-
-
 def save_weights(path: str, state_dict: dict[str, torch.Tensor]) -> str:
     """Weights only (a dict of tensors), atomically: loadable with torch.load(weights_only=True)."""
-    return storage.write_bytes(path, _to_bytes({k: v.detach().cpu() for k, v in state_dict.items()}))
+    return storage.write_bytes(path, checkpoints.to_bytes({k: v.detach().cpu() for k, v in state_dict.items()}))
 
 
 def load_tensors(path: str, device: str = "cpu") -> dict[str, Any]:
-    # weights_only=True: a checkpoint is data (tensors, numbers, strings), never code to unpickle.
-    return torch.load(io.BytesIO(storage.read_bytes(path)), map_location=device, weights_only=True)
+    return checkpoints.from_bytes(storage.read_bytes(path), device)
 
 
 @contextmanager
@@ -199,7 +191,7 @@ def train(
                 timed_tokens += config.batch * config.seq_len
             first = False
             if step % config.checkpoint_every == 0 and not done():
-                storage.write_bytes(checkpoint, _to_bytes({
+                storage.write_bytes(checkpoint, checkpoints.to_bytes({
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                     "training_seconds": seconds, "timed_tokens": timed_tokens, "config": config.digest,
                 }))
