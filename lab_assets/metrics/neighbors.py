@@ -137,11 +137,12 @@ def positions(idx: np.ndarray, other_idx: np.ndarray) -> np.ndarray:
 def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
     """1 + number of other points strictly closer to rows[t] than cols[t] is.
 
-    Rows are processed in blocks: one BLAS product gives a block's inner products with every
-    point (O(block * n) memory), then `_count_below` forms each row's squared distances and
-    bins them against that row's sorted thresholds (never a sort of the row). A threshold is
-    computed by the same expression as the distances it is compared with, so a pair's rank is
-    consistent with the other distances of its row, ties included.
+    Rows are processed in blocks. For wide data one BLAS product gives a block's inner
+    products with every point (O(block * n) memory); for a few dimensions (embeddings) the
+    differences are cheaper than writing and reading that block. `_count_below` forms each
+    row's squared distances and bins them against that row's sorted thresholds (never a sort
+    of the row). Thresholds come from the same `_sqdist` as the distances they are compared
+    with, so a pair's rank is consistent with the other distances of its row, ties included.
     """
     rows = np.asarray(rows, dtype=np.int64).ravel()
     cols = np.asarray(cols, dtype=np.int64).ravel()
@@ -158,78 +159,118 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
     urows, starts = np.unique(rows[order], return_index=True)
     bounds = np.append(starts, rows.size)
     step = max(1, _BLOCK // n)
+    direct = A.shape[1] <= _DIRECT_DIMS
     for a in range(0, urows.size, step):
         chunk = urows[a : a + step]
-        gram = A[chunk] @ A.T
+        gram = np.empty((0, 0)) if direct else A[chunk] @ A.T
         pairs = order[bounds[a] : bounds[a + chunk.size]]
         local = np.repeat(np.arange(chunk.size), np.diff(bounds[a : a + chunk.size + 1]))
-        # The same expression, in the same order, as `_count_below` evaluates for each entry.
-        threshold = (sq[chunk[local]] + sq[cols[pairs]]) - 2.0 * gram[local, cols[pairs]]
+        threshold = _thresholds(A, sq, gram, chunk, local, cols[pairs])
         by_value = np.lexsort((threshold, local))  # sorted within each row's segment
         counts = np.empty(pairs.size, dtype=np.int64)
         seg = bounds[a : a + chunk.size + 1] - bounds[a]
-        counts[by_value] = _count_below(gram, chunk, sq, seg, threshold[by_value])
+        counts[by_value] = _count_below(A, sq, gram, chunk, seg, threshold[by_value], numba.get_num_threads())
         out[pairs] = 1 + counts
     return out
 
 
 # Grid cells per threshold in `_count_below`: more cells, fewer entries that need comparing.
 _CELLS_PER_THRESHOLD = 16
+# Up to this many dimensions distances are computed from differences, beyond it from a Gram block.
+_DIRECT_DIMS = 8
+
+
+@numba.njit(inline="always")
+def _sqdist(A, sq, gram, r, i, j):  # pragma: no cover - compiled
+    """Squared distance of points i and j (i is row r of the block): the one expression both
+    thresholds and compared distances use."""
+    if gram.shape[1] > 0:
+        return (sq[i] + sq[j]) - 2.0 * gram[r, j]
+    total = 0.0
+    for k in range(A.shape[1]):
+        diff = A[i, k] - A[j, k]
+        total += diff * diff
+    return total
+
+
+@numba.njit(cache=True)
+def _thresholds(A, sq, gram, rows, local, cols):  # pragma: no cover - compiled
+    out = np.empty(cols.size)
+    for t in range(cols.size):
+        out[t] = _sqdist(A, sq, gram, local[t], rows[local[t]], cols[t])
+    return out
 
 
 @numba.njit(parallel=True, cache=True)
-def _count_below(gram, rows, sq, seg, thr):  # pragma: no cover - compiled
+def _count_below(A, sq, gram, rows, seg, thr, workers):  # pragma: no cover - compiled
     """For block row r (point rows[r]) and each threshold thr[p] of its segment seg[r]:seg[r+1]
-    (sorted), the number of other points j with squared distance
-    (sq[rows[r]] + sq[j]) - 2 gram[r, j] strictly below thr[p].
+    (sorted), the number of other points j whose squared distance to rows[r] is strictly below
+    thr[p].
 
-    Distances are formed here, not in a block-sized temporary. Each is located among the row's
-    thresholds through a uniform grid over [smallest, largest threshold]: a cell's position
-    among the thresholds is precomputed, and only the few entries that land in a cell holding a
-    threshold are compared with it. (A binary search per entry mispredicts a branch at every
-    level; a grid from 0 puts most entries in threshold cells, as distances concentrate.)
+    Distances are formed here, not in a block-sized temporary, and binned on a uniform grid
+    over [smallest, largest threshold] (cell 0 below it, the last cell above it). The grid map
+    is monotone, so every entry of a cell before a threshold's cell is below the threshold and
+    every entry of a later cell is not: only entries sharing a cell with a threshold need a
+    comparison. They are set aside without a branch (always written, the end advanced by the
+    cell's flag) and compared afterwards. One branch-free pass per row, no sort: a binary
+    search per entry mispredicts at every level and was several times slower.
     """
     out = np.zeros(thr.size, dtype=np.int64)
-    for r in numba.prange(gram.shape[0]):
-        s, m = seg[r], seg[r + 1] - seg[r]
-        if m == 0:
-            continue
-        lo, top = thr[s], thr[s + m - 1]
-        cells = _CELLS_PER_THRESHOLD * m
-        scale = cells / (top - lo) if top > lo else 0.0
-        # Thresholds first[c]:last[c] lie in cell c; before[c] lie in earlier cells.
-        first = np.full(cells + 1, m, dtype=np.int64)
-        last = np.zeros(cells + 1, dtype=np.int64)
-        for q in range(m):
-            c = min(int((thr[s + q] - lo) * scale), cells)
-            if first[c] == m:
-                first[c] = q
-            last[c] = q + 1
-        before = np.empty(cells + 1, dtype=np.int64)
-        seen = 0
-        for c in range(cells + 1):
-            before[c] = seen
-            seen = max(seen, last[c])
-        # hist[p]: entries with exactly p thresholds <= them.
-        hist = np.zeros(m + 1, dtype=np.int64)
-        me, sq_me = rows[r], sq[rows[r]]
-        for j in range(gram.shape[1]):
-            x = (sq_me + sq[j]) - 2.0 * gram[r, j]
-            if x < top and j != me:
-                if x < lo:
-                    hist[0] += 1
-                    continue
-                c = min(int((x - lo) * scale), cells)
-                p = before[c]
+    n = A.shape[0]
+    for w in numba.prange(workers):
+        kept = np.empty(n)  # this worker's entries that share a cell with a threshold
+        for r in range(w, rows.size, workers):
+            s, m = seg[r], seg[r + 1] - seg[r]
+            if m == 0:
+                continue
+            lo, top = thr[s], thr[s + m - 1]
+            cells = _CELLS_PER_THRESHOLD * m
+            scale = (cells - 1) / (top - lo) if top > lo else 0.0
+            # Thresholds first[c]:last[c] lie in cell c.
+            first = np.full(cells + 2, m, dtype=np.int64)
+            last = np.zeros(cells + 2, dtype=np.int64)
+            for q in range(m):
+                c = _cell(thr[s + q], lo, scale, cells)
+                if first[c] == m:
+                    first[c] = q
+                last[c] = q + 1
+            flag = (last > 0).astype(np.int64)
+            count = np.zeros(cells + 2, dtype=np.int64)
+            me, size = rows[r], 0
+            for j in range(n):
+                x = _sqdist(A, sq, gram, r, me, j)
+                c = _cell(x, lo, scale, cells)
+                count[c] += 1
+                kept[size] = x
+                size += flag[c]
+            # The point itself (distance ~0) was binned like any other; take it out again.
+            x = _sqdist(A, sq, gram, r, me, me)
+            c = _cell(x, lo, scale, cells)
+            count[c] -= 1
+            partial = np.zeros(m, dtype=np.int64)  # same-cell entries below each threshold
+            if flag[c]:
                 for q in range(first[c], last[c]):
-                    if thr[s + q] <= x:
-                        p += 1
-                hist[p] += 1
-        total = 0
-        for q in range(m):  # x < thr[q] exactly when at most q thresholds are <= x
-            total += hist[q]
-            out[s + q] = total
+                    partial[q] -= x < thr[s + q]
+            for t in range(size):
+                x = kept[t]
+                c = _cell(x, lo, scale, cells)
+                for q in range(first[c], last[c]):
+                    partial[q] += x < thr[s + q]
+            below, done = 0, 0
+            for q in range(m):
+                c = _cell(thr[s + q], lo, scale, cells)
+                while done < c:
+                    below += count[done]
+                    done += 1
+                out[s + q] = below + partial[q]
     return out
+
+
+@numba.njit(inline="always")
+def _cell(x, lo, scale, cells):  # pragma: no cover - compiled
+    """Grid cell of a squared distance: 0 below the smallest threshold, cells + 1 far above the
+    largest; monotone in x, which is all the counting relies on."""
+    return min(max(int((x - lo) * scale) + 1, 0), cells + 1)
 
 
 def rank_penalty_score(ranks: np.ndarray, k: int, n: int, metric: str) -> float:
