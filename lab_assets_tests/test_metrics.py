@@ -59,6 +59,8 @@ def test_rank_methods_match_full_matrix(data, nb):
 def test_trustworthiness_matches_sklearn(data, nb, k):
     X, Z = data
     got = METRICS["trustworthiness"](nb, k=k)
+    # Both are 1 - (integer penalty sum) * the same normaliser: equal ranks give equal values up
+    # to the last bits of the final float arithmetic, so 1e-9 only tolerates that rounding.
     assert abs(got - sk_trustworthiness(X, Z, n_neighbors=k)) < 1e-9
 
 
@@ -118,6 +120,21 @@ def test_lid_matches_skdim(data, nb, space):
 
 
 KNN_METRICS = [name for name in METRICS.names() if "k" in METRICS[name].params_model.model_fields]
+
+
+def test_wide_data_many_blocks_match_sklearn(monkeypatch):
+    """The benchmark's shape at a size sklearn can check: 50-d clusters, a 2-d projection, rank
+    blocks of a few rows (the Gram path for the data, differences for the embedding)."""
+    from lab_assets.metrics import neighbors
+
+    monkeypatch.setattr(neighbors, "_BLOCK", 1500 * 7)
+    g = np.random.default_rng(3)
+    X = np.repeat(g.normal(scale=6, size=(8, 50)), 190, axis=0)[:1500] + g.normal(size=(1500, 50))
+    Z = X @ g.normal(size=(50, 2))
+    nb = Neighborhoods(X, Z, k_max=50)
+    for k in (15, 50):
+        assert abs(METRICS["trustworthiness"](nb, k=k) - sk_trustworthiness(X, Z, n_neighbors=k)) < 1e-9
+        assert abs(METRICS["continuity"](nb, k=k) - sk_trustworthiness(Z, X, n_neighbors=k)) < 1e-9
 
 
 def test_sharing_is_exact(data):
