@@ -30,6 +30,7 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
         "name: quirky\ndata:\n  file: {path: quirky.csv}\nseeds: [0]\n"
         "methods:\n  pca: {n_components: 1}\n"
         "metrics:\n  trustworthiness: {k: [5]}\n  lid: {k: [5]}\n  silhouette: {}\n"
+        "  persistent_homology: {n_points: 50}\n"
     )
     sweep = load_sweep(lab / "sweeps" / "quirky.yaml")
     result = run_sweep(sweep, workers=1)
@@ -45,7 +46,13 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
     row = storage.read_parquet(storage.asset_path("metrics", cell)).iloc[0]
     assert 0 < row["trustworthiness@k=5"] <= 1  # a 1-d embedding is scored like any other
     assert np.isnan(row["lid@k=5,space=embedding"]) and np.isnan(row["silhouette@n_points=5000,space=embedding"])
-    reasons = latest("metrics", cell)["not_applicable"].value
+    meta = latest("metrics", cell)
+    # The quadratic metric ran on a seeded sample, and says so.
+    assert meta["subsampled"].value == {
+        "persistent_homology@dim=1,n_points=50,space=embedding,summary=total_persistence,threshold=None":
+            {"points": 50, "of": 120, "seed": 0, "stream": "persistent_homology"}
+    }
+    reasons = meta["not_applicable"].value
     assert "duplicate points" in reasons["lid@k=5,space=embedding"]
     assert "no labels" in reasons["silhouette@n_points=5000,space=embedding"]
 

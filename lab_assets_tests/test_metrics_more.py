@@ -11,8 +11,6 @@ from scipy.stats import spearmanr
 from sklearn.metrics import silhouette_score
 
 from lab_assets.metrics import METRICS
-from lab_assets.metrics import persistent_homology as ph_module
-from lab_assets.metrics import silhouette as sil_module
 from lab_assets.metrics import spearman_distance_correlation as sp_module
 from lab_assets.metrics.neighbors import Neighborhoods
 
@@ -111,18 +109,19 @@ def test_spearman_all_pairs_matches_scipy(blobs, n_pairs):
     # Same pairs, same rank transform; distances computed two ways can differ in the last
     # bit, which could only swap exact near-ties: 1e-12 is ample.
     assert METRICS["spearman_distance_correlation"](nb, n_pairs=n_pairs) == pytest.approx(expected, abs=1e-12)
-    i, j = sp_module.pair_indices(40, n_pairs, seed=5)
+    i, j = sp_module.pair_indices(40, n_pairs, np.random.default_rng(5))
     assert i.size == 780 and (i < j).all()
 
 
 def test_spearman_sample(blobs, nb):
     X, Z, _ = blobs
-    i, j = sp_module.pair_indices(300, 5000, seed=0)
+    i, j = sp_module.pair_indices(300, 5000, nb.rng("spearman_distance_correlation"))
     assert i.size == 5000 and (i < j).all() and j.max() < 300
     assert np.unique(i * 300 + j).size == 5000  # distinct pairs
-    i1, j1 = sp_module.pair_indices(300, 5000, seed=1)
+    i1, j1 = sp_module.pair_indices(300, 5000, np.random.default_rng(1))
     assert not (np.array_equal(i, i1) and np.array_equal(j, j1))
     got = METRICS["spearman_distance_correlation"](nb, n_pairs=5000)
+    assert nb.sampled == {"pairs": 5000, "of": 44850, "seed": nb.seed}
     assert got == METRICS["spearman_distance_correlation"](nb, n_pairs=5000)  # seeded
     assert got == pytest.approx(spearmanr(pdist(X)[_pos(i, j, 300)], pdist(Z)[_pos(i, j, 300)]).statistic, abs=1e-12)
     # A uniform sample of 5000 of 44850 pairs estimates the full value; the sampling
@@ -201,7 +200,8 @@ def test_persistent_homology_subsample():
     X = np.c_[Z, np.zeros(300)]  # the same geometry: both spaces must give the same value
     nb = Neighborhoods(X, Z, k_max=0, seed=3)
     got = METRICS["persistent_homology"](nb, n_points=100)
-    idx = ph_module.subsample(300, 100, seed=3)
+    assert nb.sampled == {"points": 100, "of": 300, "seed": 3, "stream": "persistent_homology"}
+    idx = Neighborhoods(X, Z, k_max=0, seed=3).subsample(100, "persistent_homology")
     assert idx.size == 100 and np.unique(idx).size == 100
     life = np.diff(ref_diagram(Z[idx], 1), axis=1)
     assert got == pytest.approx(life.sum(), rel=1e-6)
@@ -246,7 +246,7 @@ def test_silhouette_subsample(blobs):
     X, Z, labels = blobs
     nb = Neighborhoods(X, Z, k_max=0, labels=labels, seed=2)
     got = METRICS["silhouette"](nb, n_points=100)
-    idx = sil_module.subsample(300, 100, seed=2)
+    idx = Neighborhoods(X, Z, k_max=0, seed=2).subsample(100, "silhouette")
     assert idx.size == 100 and np.unique(idx).size == 100
     assert got == pytest.approx(silhouette_score(Z[idx], labels[idx]), rel=1e-10)
     assert got == METRICS["silhouette"](nb, n_points=100)

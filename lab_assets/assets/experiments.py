@@ -168,16 +168,20 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     values: dict[str, float] = {}
     not_applicable: dict[str, str] = {}
+    sampled: dict[str, dict] = {}  # quadratic metrics computed on a seeded sample: of what
     with lineage.timed() as t:
         neighborhoods = Neighborhoods(
             X, embedding_coordinates(emb), k_max, labels=labels, seed=data.seed,
             split=table["split"].to_numpy(), reconstruction=recon,
         )
         for m in suite:
+            neighborhoods.sampled = None
             try:
                 values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
             except NotApplicable as reason:  # recorded as null, with why: not a failure
                 values[m.column], not_applicable[m.column] = float("nan"), str(reason)
+            if neighborhoods.sampled:
+                sampled[m.column] = neighborhoods.sampled
     sha, dirty = lineage.git_state()
     row = {
         "partition": cell,
@@ -202,7 +206,8 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     return dg.MaterializeResult(
         metadata=lineage.metadata(
             prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()},
-            not_applicable=dg.MetadataValue.json(not_applicable), **wandb,
+            not_applicable=dg.MetadataValue.json(not_applicable),
+            subsampled=dg.MetadataValue.json(sampled), **wandb,
         ),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
         check_results=checks.check_metrics(suite, values, not_applicable),

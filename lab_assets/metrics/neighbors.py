@@ -6,6 +6,7 @@ the first k columns. Neighbours exclude the point itself; ranks count from 1 (th
 
 from __future__ import annotations
 
+import zlib
 from functools import cached_property
 
 import numba
@@ -47,8 +48,23 @@ class Neighborhoods:
         # Each row's "train"/"test" split and, for methods that can invert, its squared
         # reconstruction error (None otherwise), for metrics that are not about neighbours.
         self.split, self.reconstruction = split, reconstruction
+        # What the last metric subsampled (None: every point): the metrics asset records it.
+        self.sampled: dict | None = None
         self.data_idx, self.data_dist = _knn(X, self.k_max)
         self.emb_idx, self.emb_dist = _knn(Z, self.k_max)
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        """A generator seeded by the cell's seed and the purpose (a metric's name), so one
+        metric's draws never depend on what another metric drew."""
+        return np.random.default_rng([self.seed, zlib.crc32(purpose.encode())])
+
+    def subsample(self, size: int, purpose: str) -> np.ndarray:
+        """Sorted indices of at most `size` points: all of them, or a seeded sample (recorded in
+        `sampled`), for metrics that are quadratic in the number of points."""
+        if self.n <= size:
+            return np.arange(self.n)
+        self.sampled = {"points": size, "of": self.n, "seed": self.seed, "stream": purpose}
+        return np.sort(self.rng(purpose).choice(self.n, size=size, replace=False))
 
     def check_k(self, k: int) -> None:
         """ValueError unless the slices at k exist."""

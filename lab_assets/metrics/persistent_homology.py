@@ -10,7 +10,6 @@ be compared point for point. Summaries of the diagram of dimension `dim`:
   (its largest pairwise distance): scale-free, and independent of what the diagram contains.
 """
 
-import zlib
 from typing import Annotated, Literal
 
 import numpy as np
@@ -20,16 +19,7 @@ from scipy.spatial.distance import pdist
 from lab_assets.metrics import METRICS
 from lab_assets.metrics.neighbors import Neighborhoods
 
-# Random stream of this metric, so its subsample does not depend on what other metrics draw.
-STREAM = zlib.crc32(b"persistent_homology")
 DEFAULT_THRESHOLD_FRACTION = 0.1
-
-
-def subsample(n: int, n_points: int, seed: int) -> np.ndarray:
-    """Sorted indices of at most n_points of the n points: all of them, or a seeded sample."""
-    if n <= n_points:
-        return np.arange(n)
-    return np.sort(np.random.default_rng([seed, STREAM]).choice(n, size=n_points, replace=False))
 
 
 def diagram(A: np.ndarray, dim: int) -> np.ndarray:
@@ -54,7 +44,7 @@ def persistent_homology(
     if summary == "total_persistence" and threshold is not None:
         # Silently ignoring it would make two keys that differ only in threshold look distinct.
         raise ValueError("persistent_homology: threshold applies to summary='betti' only")
-    A = (nb.Z if space == "embedding" else nb.X)[subsample(nb.n, n_points, nb.seed)]
+    A = (nb.Z if space == "embedding" else nb.X)[nb.subsample(n_points, "persistent_homology")]
     dgm = diagram(A, dim)
     life = dgm[:, 1] - dgm[:, 0]
     if summary == "total_persistence":

@@ -9,7 +9,6 @@ Only for datasets with class (integer) labels. O(m^2) in the number of points m,
 seeded subsample of at most `n_points` points.
 """
 
-import zlib
 from typing import Annotated, Literal
 
 import numpy as np
@@ -19,15 +18,6 @@ from sklearn.metrics import silhouette_score
 from lab_assets.metrics import METRICS, NotApplicable
 from lab_assets.metrics.neighbors import Neighborhoods
 
-# Random stream of this metric, so its subsample does not depend on what other metrics draw.
-STREAM = zlib.crc32(b"silhouette")
-
-
-def subsample(n: int, n_points: int, seed: int) -> np.ndarray:
-    """Sorted indices of at most n_points of the n points: all of them, or a seeded sample."""
-    if n <= n_points:
-        return np.arange(n)
-    return np.sort(np.random.default_rng([seed, STREAM]).choice(n, size=n_points, replace=False))
 
 
 def class_labels(nb: Neighborhoods) -> np.ndarray:
@@ -57,7 +47,7 @@ def silhouette(
     """sklearn's silhouette_score of the class labels, on a seeded subsample of at most
     `n_points` points (the same points in both spaces)."""
     labels = class_labels(nb)
-    idx = subsample(nb.n, n_points, nb.seed)
+    idx = nb.subsample(n_points, "silhouette")
     A, y = (nb.Z if space == "embedding" else nb.X)[idx], labels[idx]
     n_classes = np.unique(y).size
     # sklearn's own message ("Number of labels is 1. Valid values are 2 to n_samples - 1")

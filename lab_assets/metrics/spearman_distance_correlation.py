@@ -9,7 +9,6 @@ Pairs are a seeded sample of `n_pairs` distinct unordered pairs i != j (all pair
 no more than `n_pairs`), so memory is O(n_pairs), never O(n^2).
 """
 
-import zlib
 from typing import Annotated
 
 import numpy as np
@@ -19,20 +18,17 @@ from scipy.stats import spearmanr
 from lab_assets.metrics import METRICS
 from lab_assets.metrics.neighbors import Neighborhoods
 
-# Random stream of this metric, so its sample does not depend on what other metrics draw.
-STREAM = zlib.crc32(b"spearman_distance_correlation")
 # Elements of one block of pair differences (~32 MB), as in neighbors.py.
 _BLOCK = 1 << 22
 
 
-def pair_indices(n: int, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def pair_indices(n: int, n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(i, j) with i < j: every pair when n(n-1)/2 <= n_pairs, else a seeded sample of distinct
     pairs drawn uniformly without replacement."""
     total = n * (n - 1) // 2
     if n_pairs >= total:
         i, j = np.triu_indices(n, 1)
         return i.astype(np.int64), j.astype(np.int64)
-    rng = np.random.default_rng([seed, STREAM])
     # Drawing positions in the strict upper triangle (row-major, as triu_indices/pdist order
     # it) makes pairs distinct and i != j by construction, with no rejection loop.
     p = np.sort(rng.choice(total, size=n_pairs, replace=False))
@@ -73,7 +69,9 @@ def spearman_distance_correlation(
         raise ValueError(
             f"spearman_distance_correlation needs at least 3 points (2 pairs), got {nb.n}"
         )
-    i, j = pair_indices(nb.n, n_pairs, nb.seed)
+    i, j = pair_indices(nb.n, n_pairs, nb.rng("spearman_distance_correlation"))
+    if i.size < nb.n * (nb.n - 1) // 2:
+        nb.sampled = {"pairs": int(i.size), "of": nb.n * (nb.n - 1) // 2, "seed": nb.seed}
     dx, dz = pair_distances(nb.X, i, j), pair_distances(nb.Z, i, j)
     for d, space in [(dx, "data"), (dz, "embedding")]:
         # A constant has no ranks to correlate: spearmanr would warn and return nan.
