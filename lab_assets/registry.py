@@ -42,6 +42,12 @@ def digest(obj: Any, length: int = 8) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+def source_file(module: str) -> str:
+    """A module's source file, found without importing it: declaring a code version must not
+    pay for a heavy import (torch, matplotlib, sklearn) at definitions-load time."""
+    return importlib.util.find_spec(module).origin
+
+
 @cache  # a metadata lookup scans every installed distribution: tens of ms each time
 def package_version(name: str) -> str:
     try:
@@ -97,7 +103,7 @@ class Entry:
     @cached_property
     def code_version(self) -> str:
         files = [inspect.getsourcefile(self.fn) or ""]
-        files += [importlib.util.find_spec(module).origin for module in self.sources]  # not imported
+        files += [source_file(module) for module in self.sources]
         sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
         versions = {p: package_version(p) for p in self.packages}
         return digest({"source": sources[0] if len(sources) == 1 else sources, "packages": versions})

@@ -18,7 +18,6 @@ from lab_assets.assets.specs import data_version, method_spec, method_version, m
 from lab_assets.checkpoints import Checkpoint
 from lab_assets.methods import METHODS
 from lab_assets.metrics import METRICS, NotApplicable
-from lab_assets.metrics.neighbors import Neighborhoods
 from lab_assets.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
 
 GROUP = "experiments"
@@ -169,6 +168,8 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     values: dict[str, float] = {}
     not_applicable: dict[str, str] = {}
     sampled: dict[str, dict] = {}  # quadratic metrics computed on a seeded sample: of what
+    from lab_assets.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
+
     with lineage.timed() as t:
         neighborhoods = Neighborhoods(
             X, embedding_coordinates(emb), k_max, labels=labels, seed=data.seed,

@@ -11,14 +11,15 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets import figures, keystore, lineage, storage
+from lab_assets import keystore, lineage, storage
 from lab_assets.assets.datasets import content_version
 from lab_assets.assets.experiments import metrics
 from lab_assets.partitions import SWEEP
+from lab_assets.registry import source_file
 from lab_assets.sweep import Sweep
 
 GROUP = "reports"
-CODE_VERSION = lineage.module_version(__file__, figures.__file__)
+CODE_VERSION = lineage.module_version(__file__, source_file("lab_assets.figures"))
 ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "n", "git_sha", "git_dirty"]
 
 
@@ -86,6 +87,8 @@ def write_report(sweep: Sweep) -> dict[str, str]:
         path = storage.asset_path("embedding", f"{d}|{m}")
         if d in first_seed and storage.exists(path):
             panels[(d, m)] = storage.read_parquet(path)
+    from lab_assets import figures  # matplotlib: only where a report is drawn
+
     paths["embeddings"] = figures.embeddings_grid(panels, f"{out}/embeddings.png")
     paths["metric_curves"] = figures.metric_curves(table, f"{out}/metrics_vs_k.png")
     return paths

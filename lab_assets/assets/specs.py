@@ -15,9 +15,9 @@ from lab_assets import keystore
 from lab_assets.datasets import DATASETS
 from lab_assets.methods import METHODS
 from lab_assets.lineage import module_version
-from lab_assets.metrics import METRICS, neighbors
+from lab_assets.metrics import METRICS
 from lab_assets.partitions import DATA, METHOD
-from lab_assets.registry import digest
+from lab_assets.registry import digest, source_file
 from lab_assets.sweep import DataConfig, MethodConfig, Sweep
 
 GROUP = "specs"
@@ -36,7 +36,7 @@ def metric_suite_version(sweeps: list[Sweep]) -> str:
     # metric makes every cell's metrics stale, which is cheap to recompute), never misses one.
     suite = sorted({m.column: m.metric for s in sweeps for m in s.metrics}.items())
     code = {name: METRICS[name].code_version for _, name in suite}
-    code["neighbors"] = module_version(neighbors.__file__)  # shared by every kNN metric
+    code["neighbors"] = module_version(source_file("lab_assets.metrics.neighbors"))  # shared by every kNN metric
     return digest({"suite": suite, "code": code}, length=16)
 
 
