@@ -70,6 +70,9 @@ class Entry:
     valid_range: str | None = None
     # Methods: the estimator has `inverse_transform` back to data space (reconstruction_error).
     invertible: bool = False
+    # Methods: fitting trains weights worth keeping (`fit(X, checkpoint=)`, `weights()`): the
+    # cell's `model` asset.
+    trainable: bool = False
     # Modules besides the entry's own whose source is part of what it computes (an estimator
     # kept in another module so that registering it imports nothing heavy).
     sources: tuple[str, ...] = ()
@@ -140,6 +143,7 @@ class Registry:
         fingerprint: Callable[[dict[str, Any]], str] | None = None,
         valid_range: str | None = None,
         invertible: bool = False,
+        trainable: bool = False,
         sources: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Entry]:
         def register(fn: Callable[..., Any]) -> Entry:
@@ -153,6 +157,7 @@ class Registry:
                 fingerprint=fingerprint,
                 valid_range=valid_range,
                 invertible=invertible,
+                trainable=trainable,
                 sources=tuple(sources),
                 description=inspect.getdoc(fn) or "",
             )

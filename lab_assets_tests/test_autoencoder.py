@@ -8,7 +8,9 @@ from sklearn.decomposition import PCA
 import dagster as dg
 from lab_assets import checkpoints, storage
 from lab_assets.checkpoints import Checkpoint
+from lab_assets import execute
 from lab_assets.execute import run_sweep
+from lab_assets.partitions import cell_key
 from lab_assets.instance import get_instance
 from lab_assets.methods import METHODS
 from lab_assets.metrics import METRICS, NotApplicable
@@ -141,6 +143,13 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     assert meta["epochs"].value == 30 and meta["resumed_from_epoch"].value == 0 and meta["parameters"].value > 0
     weights = checkpoints.from_bytes(storage.read_bytes(meta["path"].value))
     assert set(weights) >= {"mean", "scale"}
+    # The embedding of a trainable method cannot be materialized without its model.
+    result = execute._defs().resolve_job_def("materialize_cells").execute_in_process(
+        instance=inst, partition_key=cell_key(*ae_cell.split("|")),
+        asset_selection=[dg.AssetKey("embedding")], raise_on_error=False,
+    )
+    errors = [e.step_failure_data.error.cause.message for e in result.all_events if e.is_step_failure]
+    assert not result.success and "trains a model; select `model` together with `embedding`" in errors[0]
 
     table = storage.read_parquet(storage.asset_path("metric_table"))
     by_method = table.set_index("method_name")

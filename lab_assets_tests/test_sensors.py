@@ -65,7 +65,7 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     graph = defs.resolve_asset_graph()
     cells = {AssetKeyPartitionKey(dg.AssetKey("metrics"), dg.MultiPartitionKey({"data": d, "method": m})) for d, m in sweep.cells}
     assert cells <= set(subset.iterate_asset_partitions())
-    assert {k.to_user_string() for k in subset.asset_keys} == {"raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"}
+    assert {k.to_user_string() for k in subset.asset_keys} == {"raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
     assert graph is not None
 
     # The same tick again: handled already, no second backfill.

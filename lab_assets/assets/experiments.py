@@ -73,6 +73,9 @@ CELL_INPUTS = [
     ],
     partitions_def=CELL,
     check_specs=checks.specs("embedding", checks.EMBEDDING_CHECKS),
+    # Subsettable, so a cell of a method without a model is requested as `embedding` alone: an
+    # asset backfill counts a requested partition that was skipped as failed (Dagster 1.13.22+).
+    can_subset=True,
 )
 def model_and_embedding(context: dg.AssetExecutionContext):
     """Fit the cell's method (training and storing a model where it has one), then embed every
@@ -83,7 +86,11 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     table = storage.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     estimator = entry(data.seed, **method.params)
-    trainable = hasattr(estimator, "state_dict")
+    trainable = entry.trainable
+    if trainable and dg.AssetKey("model") not in context.selected_asset_keys:
+        raise ValueError(
+            f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`"
+        )
     with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if trainable:
@@ -114,6 +121,8 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         df[f"z{j}"] = Z[:, j]
     if entry.invertible:
         df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
+    if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
+        return
     path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
     yield dg.MaterializeResult(
         asset_key="embedding",

@@ -13,6 +13,7 @@ from lab_assets.methods import METHODS
     "autoencoder",
     packages=["torch"],
     invertible=True,
+    trainable=True,
     sources=["lab_assets.models.autoencoder", "lab_assets.checkpoints"],
 )
 def autoencoder(
