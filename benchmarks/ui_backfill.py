@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+from lab_assets_tests import conftest
 
 LAUNCH = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
   __typename ... on LaunchBackfillSuccess { backfillId } ... on Error { message } } }"""
@@ -42,32 +40,17 @@ def graphql(port: int, query: str, variables: dict | None = None) -> dict:
 
 @contextmanager
 def lab_ui(project: Path, env: dict):
-    """`lab ui` up and answering; its whole process group stopped afterwards."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli", "ui", "--port", str(port)],
-        cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    """The tests' `lab ui` (up and answering, whole process group stopped after), started with
+    this project's environment: it passes on `os.environ`."""
+    saved = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)
     try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2):
-                    break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("lab ui did not come up") from None
-                time.sleep(0.5)
-        yield port
+        with conftest.lab_ui(project) as port:
+            yield port
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _ranges(keys: list[str]) -> dict:
