@@ -1,11 +1,11 @@
-"""The instance's event log: Dagster's consolidated SQLite storage, with connections reused.
+"""The instance's event log: Dagster's consolidated SQLite storage, with one engine per process.
 
 Dagster's default SQLite event log creates (and migrates) one database file per run and writes
 every asset event twice (run file + index). Its consolidated variant keeps one database, but
-opens a new SQLAlchemy engine and connection for each of the ~200 queries and inserts of a
-sweep cell's run. With both fixed, a cell's platform overhead drops from ~0.7 s to ~0.3 s
-(profile in BENCHMARKS.md). `dagster.yaml` selects this class; the webserver, the daemon and
-`lab` all load it from there.
+creates a new SQLAlchemy engine for each of the ~200 queries and inserts of a sweep cell's
+run. With both fixed, a cell's platform overhead drops from ~0.7 s to ~0.3 s (profile in
+BENCHMARKS.md). `instance.prepare_dagster_home` adds it to the instance's
+dagster.yaml, from which `lab`, its workers, the webserver and the daemon all load it.
 """
 
 from collections.abc import Iterator
@@ -15,6 +15,7 @@ from functools import cached_property
 import sqlalchemy as db
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from sqlalchemy.pool import NullPool
 
 
 def _no_fsync_per_commit(dbapi_connection, _record) -> None:
@@ -24,12 +25,17 @@ def _no_fsync_per_commit(dbapi_connection, _record) -> None:
     dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
-class PooledSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
-    """One engine per process; SQLAlchemy's pool hands each thread its own connection."""
+class OneEngineSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
+    """One engine per process instead of one per query."""
 
     @cached_property
     def _engine(self) -> db.Engine:
-        engine = db.create_engine(self._conn_string, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS})
+        # NullPool: a fresh SQLite connection per use (cheap) but one engine (its set-up is what
+        # cost). A pooled connection can keep a read snapshot open through a half-read cursor,
+        # and then misses another worker's newer events (a cell recorded a stale dataset version).
+        engine = db.create_engine(
+            self._conn_string, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
+        )
         db.event.listen(engine, "connect", _no_fsync_per_commit)
         return engine
 
