@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,17 +44,21 @@ def tree_rss(root: int) -> int:
 
 def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 1800) -> Measured:
     """Run `cmd` to completion (raising on a non-zero exit), sampling the tree's memory."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss(proc.pid))
-        if time.perf_counter() - start > timeout:
-            proc.kill()
-            raise TimeoutError(f"{' '.join(cmd)}: over {timeout:.0f} s")
-        time.sleep(POLL_SECONDS)
-    seconds = time.perf_counter() - start
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err[-3000:]}")
-    return Measured(seconds, peak / 2**30, out)
+    # Output goes to files, not pipes: a command that prints more than a pipe holds (`lab sweep
+    # plan --json` of 1,000 cells) would block while nobody reads until it exits.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            if time.perf_counter() - start > timeout:
+                proc.kill()
+                raise TimeoutError(f"{' '.join(cmd)}: over {timeout:.0f} s")
+            time.sleep(POLL_SECONDS)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read()[-3000:]}")
+        return Measured(seconds, peak / 2**30, out.read())
