@@ -30,9 +30,9 @@ class OneEngineSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
 
     @cached_property
     def _engine(self) -> db.Engine:
-        # NullPool: a fresh SQLite connection per use (cheap) but one engine (its set-up is what
-        # cost). A pooled connection can keep a read snapshot open through a half-read cursor,
-        # and then misses another worker's newer events (a cell recorded a stale dataset version).
+        # NullPool: a fresh SQLite connection per use (cheap; the engine's set-up is what cost).
+        # A pooled connection could keep a read snapshot open through a half-read cursor and miss
+        # another worker's newer events; a fresh one cannot.
         engine = db.create_engine(
             self._conn_string, poolclass=NullPool, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
         )
