@@ -4,7 +4,7 @@
     python3 run.py demo        # create .venv if needed, install, materialize sweeps/demo.yaml
     python3 run.py test        # create .venv if needed, install, run the default test suite
     python3 run.py test-slow   # the slow tests (full-size sweeps), kept out of the default run
-    python3 run.py bench       # benchmarks/ (writes numbers to compare with BENCHMARKS.md)
+    python3 run.py bench       # the performance suite (~30 min): rewrites the generated block of BENCHMARKS.md
 
 The virtualenv is reused while constraints.txt and pyproject.toml are unchanged (a stamp file
 records their hash), so a second run starts at once; materialized assets are reused by `lab`.

@@ -184,8 +184,9 @@ def run_sweep(
         result.outcomes += run_partitions("datasets", data, pool, progress("datasets", len(data)))
         failed_data = {o.partition for o in result.failed}
 
-        # Plan again: a re-materialized dataset whose content did not change leaves its cells fresh.
-        cells = make_plan(sweep, instance, graph).pending_cells()
+        # Plan again: a re-materialized dataset whose content did not change leaves its cells
+        # fresh. Only then: one plan is a stale-status query per cell (~15 ms each).
+        cells = make_plan(sweep, instance, graph).pending_cells() if data else before.pending_cells()
         result.skipped = [c.partition for c in cells if c.data in failed_data]
         todo = [c.partition for c in cells if c.data not in failed_data]
         result.outcomes += run_partitions("cells", todo, pool, progress("cells", len(todo)))
