@@ -10,6 +10,7 @@ Datasets go first (once per data key), then cells, then the metric table and the
 from __future__ import annotations
 
 import multiprocessing
+import re
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -82,7 +83,12 @@ def _root_cause(error) -> str:
         return "failed (see the run's logs)"
     while error.cause is not None:
         error = error.cause
-    return f"{error.cls_name}: {error.message.strip()}" if error.cls_name else error.message.strip()
+    message = error.message.strip()
+    if not error.cls_name:
+        return message
+    # Dagster's message usually starts with the class name already, sometimes fully qualified.
+    message = re.sub(rf"^(?:[\w.]+\.)?{re.escape(error.cls_name)}: ", "", message)
+    return f"{error.cls_name}: {message}"
 
 
 def execute_partition(job: str, partition: str | None) -> Outcome:

@@ -140,6 +140,7 @@ def test_a_bad_dataset_fails_alone(lab):
     broken = next(d.key for d in sweep.data if d.dataset == "file")
     assert [o.partition for o in result.failed] == [broken]
     assert "1 of 60 rows have NaN/inf" in result.failed[0].error
+    assert result.failed[0].error.startswith("BadDataError: data ")  # the class named once
     assert sorted(result.skipped) == sorted(f"{broken}|{m.key}" for m in sweep.methods)
     assert result.count("cells") == 4  # the other datasets' cells are untouched
     assert not storage.exists(storage.asset_path("raw_dataset", broken))
