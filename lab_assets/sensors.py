@@ -21,7 +21,6 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._utils.schedules import reverse_cron_string_iterator
 
-from lab_assets import keystore
 from lab_assets.methods import METHODS
 from lab_assets.register import register
 from lab_assets.partitions import cell_key
@@ -68,12 +67,12 @@ def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
     wanted = set()
     for data in plan.pending_data():
         wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), data) for a in ("raw_dataset", "dataset")}
+    # Only trainable methods have a `model`: a requested partition that a run skips would count
+    # as failed in the backfill.
+    trainable = {m.key for m in plan.sweep.methods if METHODS[m.method].trainable}
     for cell in plan.pending_cells():
         key = cell_key(cell.data, cell.method)
-        # Only trainable methods have a `model`: a requested partition that a run skips would
-        # count as failed in the backfill.
-        trainable = METHODS[keystore.method_config(cell.method).method].trainable
-        assets = ("model", "embedding", "metrics") if trainable else ("embedding", "metrics")
+        assets = ("model", "embedding", "metrics") if cell.method in trainable else ("embedding", "metrics")
         wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in assets}
     if wanted or plan.report.status != FRESH:
         wanted.add(AssetKeyPartitionKey(dg.AssetKey("metric_table"), None))

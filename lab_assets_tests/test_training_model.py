@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lab_assets import checkpoints, storage
+from lab_assets import storage
+from lab_assets.checkpoints import Checkpoint
 from lab_assets.training import backend, gpt, train
 from lab_assets.training.config import TrainConfig
 
@@ -83,8 +84,9 @@ def test_resume_from_checkpoint_equals_uninterrupted(lab, text):
         torch.nn.utils.clip_grad_norm_(model.parameters(), first.grad_clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
-    storage.write_bytes(ckpt, checkpoints.to_bytes({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 8,
-                                                      "training_seconds": 0.1, "timed_tokens": 512, "config": first.digest}))
+    Checkpoint(ckpt, first.digest, first.checkpoint_every).save(
+        {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 8, "training_seconds": 0.1, "timed_tokens": 512}
+    )
     resumed = train.train(first, tr, val, ckpt, CPU)
     assert resumed.resumed_from == 8 and resumed.steps == 10
     assert resumed.val_bpb == full.val_bpb
@@ -94,7 +96,7 @@ def test_resume_from_checkpoint_equals_uninterrupted(lab, text):
 def test_a_checkpoint_of_another_config_is_refused(lab, text):
     tr, val = text
     ckpt = storage.url("other.ckpt")
-    storage.write_bytes(ckpt, checkpoints.to_bytes({"config": "something-else", "step": 1}))
+    Checkpoint(ckpt, "something-else", 1).save({"step": 1})
     with pytest.raises(ValueError, match="written for another configuration"):
         train.train(TrainConfig(steps=2, **TINY), tr, val, ckpt, CPU)
 

@@ -96,7 +96,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         if trainable:
             # A checkpoint of other code, parameters or data is never resumed.
             version = f"{method_version(method)}|{data_version(data)}|{CODE_VERSION}"
-            checkpoint = Checkpoint(storage.asset_path("model", cell, ".ckpt.pt"), version, method.params["checkpoint_every"])
+            checkpoint = Checkpoint(storage.asset_path("model", cell, ".ckpt.pt"), version, estimator.checkpoint_every)
             estimator.fit(X[(table["split"] == "train").to_numpy()], checkpoint=checkpoint)
             Z = estimator.transform(X)
         else:
@@ -116,13 +116,13 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
     if trainable:
         yield _model_result(estimator, cell, prov, t)
+    if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
+        return
     df = table[CARRIED_COLUMNS].copy()
     for j in range(Z.shape[1]):
         df[f"z{j}"] = Z[:, j]
     if entry.invertible:
         df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
-    if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
-        return
     path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
     yield dg.MaterializeResult(
         asset_key="embedding",

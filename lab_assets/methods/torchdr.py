@@ -24,11 +24,9 @@ def _torchdr():
 
 
 def _device(device: str) -> str:
-    import torch
+    from lab_assets.training.backend import resolve_device  # torch: only when the method runs
 
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("torchdr: device='cuda' was asked for but torch sees no CUDA device")
-    return "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+    return resolve_device(device)
 
 
 @METHODS("torchdr_tsne", packages=["torchdr", "torch"])

@@ -21,15 +21,6 @@ class TrainingDivergedError(RuntimeError):
     """The loss became NaN/inf: the learning rate is too high or the data is badly scaled."""
 
 
-def pick_device(device: str) -> torch.device:
-    """"auto": the device the training backend detects (CUDA/ROCm, MPS, CPU; LAB_DEVICE=cpu forces CPU)."""
-    if device == "auto":
-        return torch.device(backend.detect().device)
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("autoencoder: device='cuda' was asked for but torch sees no CUDA device")
-    return torch.device(device)
-
-
 def _mlp(sizes: list[int]) -> nn.Sequential:
     layers: list[nn.Module] = []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -48,7 +39,7 @@ class Autoencoder:
         self.net: nn.Module | None = None
         self.losses: list[float] = []  # mean training loss per epoch
         self.resumed_from = 0  # epochs restored from a checkpoint by the last fit
-        self.device = pick_device(device)
+        self.device = torch.device(backend.resolve_device(device))
 
     def _build(self, n_features: int) -> None:
         hidden = [self.width] * self.depth

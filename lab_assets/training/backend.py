@@ -91,6 +91,16 @@ def detect() -> Backend:
     return Backend("cpu", "cpu", f"{platform.machine()} CPU, {torch.get_num_threads()} threads", None, False, None)
 
 
+def resolve_device(device: str) -> str:
+    """A method's `device` option: "auto" is the detected backend's device (so LAB_DEVICE=cpu
+    holds there too); an explicit "cuda" without CUDA is an error, not a silent CPU run."""
+    if device == "auto":
+        return detect().device
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' was asked for but torch sees no CUDA device")
+    return device
+
+
 def mfu(flops_per_token: float, tokens_per_second: float, peak: float | None) -> float | None:
     """Model FLOPs utilization in [0, 1]; None without a known peak."""
     if peak is None or peak <= 0:

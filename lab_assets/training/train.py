@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from lab_assets import checkpoints, storage
+from lab_assets.checkpoints import Checkpoint
 from lab_assets.training import backend as backends
 from lab_assets.training import gpt
 from lab_assets.training.config import TrainConfig
@@ -151,10 +152,9 @@ def train(
         optimizer = _optimizer(model, config)
         base_lrs = [g["lr"] for g in optimizer.param_groups]
         step, seconds, timed_tokens, resumed_from = 0, 0.0, 0, 0
-        if storage.exists(checkpoint):
-            state = load_tensors(checkpoint, b.device)
-            if state["config"] != config.digest:
-                raise ValueError(f"{checkpoint} was written for another configuration; delete it to start over")
+        ckpt = Checkpoint(checkpoint, config.digest, config.checkpoint_every)
+        state = ckpt.load(b.device, strict=True)
+        if state is not None:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             step = resumed_from = int(state["step"])
@@ -190,15 +190,15 @@ def train(
                 seconds += time.perf_counter() - t0
                 timed_tokens += config.batch * config.seq_len
             first = False
-            if step % config.checkpoint_every == 0 and not done():
-                storage.write_bytes(checkpoint, checkpoints.to_bytes({
+            if ckpt.due(step) and not done():
+                ckpt.save({
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                    "training_seconds": seconds, "timed_tokens": timed_tokens, "config": config.digest,
-                }))
+                    "training_seconds": seconds, "timed_tokens": timed_tokens,
+                })
                 log(f"step {step}: loss {loss_f:.4f}, checkpoint written")
         bpb = val_bpb(model, val_tokens, config.seq_len, config.eval_tokens, b)
     tok_s = timed_tokens / seconds if seconds > 0 else 0.0
-    storage.remove(checkpoint)  # the final weights supersede it; a rerun starts fresh
+    ckpt.remove()  # the final weights supersede it; a rerun starts fresh
     return TrainResult(
         val_bpb=bpb, steps=step, resumed_from=resumed_from, training_seconds=seconds,
         tokens_per_second=tok_s, mfu=backends.mfu(flops, tok_s, b.peak_flops),
