@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 
 BAD_INPUT, FAILED = 2, 1
@@ -205,18 +204,14 @@ def _show(name: str, as_json: bool, heartbeat: dict | None) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     from lab_assets.instance import prepare_dagster_home
     from lab_assets.settings import project_dir
+    from lab_assets.ui import serve
 
     prepare_dagster_home()
-    dagster = shutil.which("dagster", path=os.path.dirname(sys.executable)) or shutil.which("dagster")
-    if dagster is None:
-        print("lab ui: the `dagster` command is not installed in this environment", file=sys.stderr)
-        return BAD_INPUT
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.definitions"]
-    argv = [dagster, "dev", "--host", args.host, "--port", str(args.port), *target]
     print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", flush=True)
     os.chdir(project_dir())
-    os.execv(dagster, argv)  # hand over the process, so Ctrl-C and signals reach dagster directly
+    return serve(args.host, args.port, target)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -258,7 +253,7 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     show.set_defaults(fn=cmd_study_show)
 
-    ui = sub.add_parser("ui", help="start the Dagster UI (dagster dev) on this machine only")
+    ui = sub.add_parser("ui", help="start the Dagster UI (webserver + daemon) on this machine only")
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(fn=cmd_ui)

@@ -12,33 +12,60 @@ import os
 from functools import cache
 from pathlib import Path
 
+import yaml
+
 from lab_assets.settings import lab_home, project_dir
 
-# All runs' events in one SQLite database in the instance folder, connections reused
-# (lab_assets/event_log.py: a cell's platform overhead ~0.7 s -> ~0.3 s). Added here, with the
-# folder's absolute path, not in the project's dagster.yaml: Dagster's YAML cannot say "this
-# instance's folder", and the plain `dagster` CLI, run without DAGSTER_HOME, builds a temporary
-# instance from that file (`dagster definitions validate`, `dagster dev` outside `lab ui`).
-EVENT_LOG_STORAGE = """
-# Added by lab_assets/instance.py (the project's dagster.yaml is the rest of this file).
+# Added here, with the instance folder's absolute path, not in the project's dagster.yaml:
+# Dagster's YAML cannot say "this instance's folder", and the plain `dagster` CLI, run without
+# DAGSTER_HOME, builds a temporary instance from that file (`dagster definitions validate`,
+# `dagster dev` outside `lab ui`). Each is added only where the project's file sets none.
+INSTANCE_ADDITIONS = {
+    # All runs' events in one SQLite database; runs and events through pooled connections
+    # (lab_assets/sqlite_storage.py: a cell's platform overhead ~0.7 s -> ~0.15 s).
+    "event_log_storage": """
 event_log_storage:
-  module: lab_assets.event_log
+  module: lab_assets.sqlite_storage
   class: OneEngineSqliteEventLogStorage
   config:
     base_dir: {home}
-"""
+""",
+    "run_storage": """
+run_storage:
+  module: lab_assets.sqlite_storage
+  class: OneEngineSqliteRunStorage
+  config:
+    base_dir: {history}
+""",
+    # Step output to the UI's log files without a tail + watcher process per step.
+    "compute_logs": """
+compute_logs:
+  module: lab_assets.compute_logs
+  class: FileOnlyComputeLogManager
+  config:
+    base_dir: {storage}
+""",
+}
 
 
 def instance_yaml(project_yaml: str, home: Path) -> str:
-    """The project's instance settings plus the one-database event log, unless the project sets one."""
-    if "event_log_storage:" in project_yaml:
+    """The project's instance settings plus what INSTANCE_ADDITIONS adds where the project sets none
+    (a project's `storage:`, Postgres say, sets all storages)."""
+    project = set(yaml.safe_load(project_yaml) or {})
+    paths = {"home": home, "history": home / "history", "storage": home / "storage"}
+    added = [
+        block.format(**{k: json.dumps(str(v)) for k, v in paths.items()})
+        for key, block in INSTANCE_ADDITIONS.items()
+        if key not in project and not (key.endswith("_storage") and "storage" in project)
+    ]
+    if not added:
         return project_yaml
-    return project_yaml + EVENT_LOG_STORAGE.format(home=json.dumps(str(home)))
+    return project_yaml + "\n# Added by lab_assets/instance.py (the project's dagster.yaml is the rest of this file)." + "".join(added)
 
 
 def prepare_dagster_home() -> Path:
     """Set DAGSTER_HOME (if unset) to <lab home>/dagster with the project's dagster.yaml (plus
-    the event log storage). A DAGSTER_HOME set by the user is used as it is."""
+    INSTANCE_ADDITIONS). A DAGSTER_HOME set by the user is used as it is."""
     if os.environ.get("DAGSTER_HOME"):
         home = Path(os.environ["DAGSTER_HOME"])
         home.mkdir(parents=True, exist_ok=True)

@@ -60,8 +60,11 @@ def lab(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LAB_HOME", str(tmp_path / ".lab"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / ".lab" / "dagster"))
-    (tmp_path / ".lab" / "dagster").mkdir(parents=True)
-    (tmp_path / ".lab" / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    home = tmp_path / ".lab" / "dagster"
+    home.mkdir(parents=True)
+    # The storages and compute logs `lab` adds (instance.INSTANCE_ADDITIONS), no run queue: tests
+    # run on what users run on, and launch runs without a daemon.
+    (home / "dagster.yaml").write_text(instance.instance_yaml("telemetry:\n  enabled: false\n", home))
     (tmp_path / "sweeps").mkdir()
     (tmp_path / "sweeps" / "tiny.yaml").write_text(TINY_SWEEP)
     instance.get_instance.cache_clear()

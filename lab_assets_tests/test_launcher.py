@@ -1,0 +1,115 @@
+"""The warm-worker run launcher (lab_assets/launcher.py) with real worker processes: runs reuse
+warm workers, cancelling interrupts the run, a killed worker fails only its own run, and edited
+code retires the warm workers. Plus the whole UI path: a backfill of the sweep through
+`lab ui`'s webserver, queue, daemon and warm workers."""
+
+import os
+import signal
+
+import dagster as dg
+from dagster._core.launcher import LaunchRunContext, WorkerStatus
+from lab_assets import launcher as launcher_module
+from lab_assets.instance import get_instance, instance_yaml
+from lab_assets.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
+from lab_assets.plan import make_plan
+from lab_assets.sweep import load_sweep
+from lab_assets_tests.conftest import REPO, lab_ui, wait_for
+from lab_assets_tests.sleep_job import sleep_job
+
+SLEEP_SECONDS = 120
+
+
+def _launch(instance, launcher, seconds: float) -> str:
+    recon = dg.reconstructable(sleep_job)
+    run = instance.create_run_for_job(
+        sleep_job, run_config={"ops": {"sleep_op": {"config": {"seconds": seconds}}}}, job_code_origin=recon.get_python_origin()
+    )
+    launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
+    return run.run_id
+
+
+def _wait_status(instance, run_id: str, statuses, what: str) -> dg.DagsterRun:
+    def reached():
+        run = instance.get_run_by_id(run_id)
+        if run.is_finished and run.status not in statuses:  # say why, rather than time out
+            raise AssertionError(f"{what}: run ended {run.status}: {[e.message for e in instance.all_logs(run_id)][-3:]}")
+        return run.status in statuses and run
+
+    return wait_for(reached, 120, what)
+
+
+def _worker_pid(instance, run_id: str) -> int:
+    return int(wait_for(lambda: instance.get_run_by_id(run_id).tags.get(WORKER_PID_TAG), 120, "a worker to pick up the run"))
+
+
+def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
+    instance = get_instance()
+    launcher = WarmWorkerRunLauncher(workers=2)
+    launcher.register_instance(instance)
+    try:
+        first, second = _launch(instance, launcher, 0), _launch(instance, launcher, 0)
+        for run_id in (first, second):
+            _wait_status(instance, run_id, {dg.DagsterRunStatus.SUCCESS}, "a quick run to succeed")
+        third = _launch(instance, launcher, 0)
+        _wait_status(instance, third, {dg.DagsterRunStatus.SUCCESS}, "a run on a warm worker")
+        pids = {_worker_pid(instance, r) for r in (first, second, third)}
+        assert len(pids) == 2  # three runs, two (warm) processes
+
+        # Cancel (as the UI's "Terminate" does): the run ends CANCELED, its worker lives on.
+        slow = _launch(instance, launcher, SLEEP_SECONDS)
+        pid = _worker_pid(instance, slow)
+        _wait_status(instance, slow, {dg.DagsterRunStatus.STARTED}, "the slow run to start")
+        assert launcher.terminate(slow)
+        _wait_status(instance, slow, {dg.DagsterRunStatus.CANCELED}, "the run to be canceled")
+        os.kill(pid, 0)  # still alive
+
+        # A worker killed mid-run (out of memory, say) fails that run, with the reason, and only it.
+        doomed, neighbour = _launch(instance, launcher, SLEEP_SECONDS), _launch(instance, launcher, 3)
+        doomed_pid = _worker_pid(instance, doomed)
+        os.kill(doomed_pid, signal.SIGKILL)
+        failed = _wait_status(instance, doomed, {dg.DagsterRunStatus.FAILURE}, "the killed worker's run to fail")
+        assert failed.is_failure
+        messages = [e.message for e in instance.all_logs(doomed) if e.dagster_event and e.dagster_event.is_run_failure]
+        assert any("Warm worker failed" in m for m in messages), messages
+        assert launcher.check_run_worker_health(failed).status == WorkerStatus.FAILED
+        _wait_status(instance, neighbour, {dg.DagsterRunStatus.SUCCESS}, "the neighbour run to succeed")
+        after = _launch(instance, launcher, 0)  # a fresh worker replaces the dead one
+        _wait_status(instance, after, {dg.DagsterRunStatus.SUCCESS}, "a run after the crash")
+        assert _worker_pid(instance, after) != doomed_pid
+    finally:
+        launcher.dispose()
+
+
+def test_edited_code_retires_warm_workers(monkeypatch):
+    versions = iter([("a",), ("a",), ("b",)])
+    monkeypatch.setattr(launcher_module, "code_fingerprint", lambda: next(versions))
+    launcher = WarmWorkerRunLauncher(workers=1)
+    try:
+        first = launcher._least_busy_worker()
+        assert launcher._least_busy_worker() is first  # same code: same warm worker
+        assert launcher._least_busy_worker() is not first  # a source file changed: a fresh one
+    finally:
+        launcher.dispose()
+
+
+def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
+    """The UI's path end to end on the project's own instance settings (run queue, warm workers,
+    `lab ui`'s daemon): every asset of the sweep in one launchPartitionBackfill."""
+    from benchmarks import ui_backfill
+
+    home = lab / ".lab" / "dagster"
+    (home / "dagster.yaml").write_text(instance_yaml((REPO / "dagster.yaml").read_text(), home))
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    with lab_ui(lab) as port:
+        from lab_assets.execute import register_and_plan
+
+        register_and_plan(sweep)
+        ui_backfill.backfill(port, sweep, timeout=600)
+    instance = get_instance()
+    runs = instance.get_runs()
+    assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    pids = {r.tags.get(WORKER_PID_TAG) for r in runs}
+    assert None not in pids and len(pids) <= 2 < len(runs)
+    from lab_assets.execute import _defs
+
+    assert make_plan(sweep, instance, _defs().resolve_asset_graph()).pending_cells() == []
