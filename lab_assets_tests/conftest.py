@@ -35,12 +35,11 @@ metrics:
 def single_threaded():
     """As in the sweep runner (execute.SINGLE_THREADED): OpenMP spinning on a shared 2-core
     machine can make a 200-point t-SNE take seconds instead of a fraction of one.
-    threadpoolctl only limits libraries already loaded, so every method module is imported first."""
+    threadpoolctl only limits libraries already loaded, so scikit-learn (its OpenMP runtime) and
+    SciPy (its BLAS) are imported first: the method modules import them only when a method runs."""
+    import sklearn.manifold  # noqa: F401
     from threadpoolctl import threadpool_limits
 
-    from lab_assets.methods import METHODS
-
-    METHODS.names()
     with threadpool_limits(1):
         yield
 

@@ -1,4 +1,5 @@
-"""The definitions load, validate with Dagster's own CLI, and have the documented shape."""
+"""The definitions load (without heavy imports), validate with Dagster's own CLI, and have the
+documented shape."""
 
 import subprocess
 import sys
@@ -10,6 +11,9 @@ from lab_assets.definitions import defs
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Libraries that cost seconds to import: only running a dataset, method or metric may load them.
+HEAVY = ["sklearn", "scipy", "numba", "umap", "phate", "torch", "torchdr", "matplotlib", "ripser"]
+
 
 def test_dagster_definitions_validate():
     dagster = Path(sys.executable).parent / "dagster"
@@ -18,6 +22,29 @@ def test_dagster_definitions_validate():
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_parsing_a_sweep_and_loading_definitions_import_no_heavy_library():
+    """What every `lab` call and code-server start pays: parsing a sweep imports every registry
+    module (and validates its parameters), so one module-level heavy import in any dataset,
+    method or metric file would cost seconds on every no-op re-run."""
+    script = (
+        "import sys\n"
+        "from lab_assets.sweep import load_sweep\n"
+        "from lab_assets.datasets import DATASETS\n"
+        "from lab_assets.methods import METHODS\n"
+        "from lab_assets.metrics import METRICS\n"
+        "import lab_assets.definitions\n"
+        "load_sweep('sweeps/dr_benchmark.yaml')\n"
+        "for registry in (DATASETS, METHODS, METRICS):\n"
+        "    for name in registry.names():\n"
+        "        registry[name].params_model, registry[name].code_version\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = sorted(set(HEAVY) & {m.split(".")[0] for m in out.stdout.split()})
+    assert not loaded, f"heavy modules imported by parsing a sweep / loading the definitions: {', '.join(loaded)}"
 
 
 def test_asset_graph_and_partitions():

@@ -36,7 +36,8 @@ def metric_suite_version(sweeps: list[Sweep]) -> str:
     # metric makes every cell's metrics stale, which is cheap to recompute), never misses one.
     suite = sorted({m.column: m.metric for s in sweeps for m in s.metrics}.items())
     code = {name: METRICS[name].code_version for _, name in suite}
-    code["neighbors"] = module_version(source_file("lab_assets.metrics.neighbors"))  # shared by every kNN metric
+    # Shared by every kNN metric: the searches and ranks, and the ranks' numba kernels.
+    code["neighbors"] = module_version(*map(source_file, ["lab_assets.metrics.neighbors", "lab_assets.rank_kernels"]))
     return digest({"suite": suite, "code": code}, length=16)
 
 

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import numpy as np
 from pydantic import Field
-from sklearn.datasets import load_digits
 
 from lab_assets.datasets import DATASETS, Raw
 
@@ -17,6 +16,8 @@ def digits(
 ) -> Raw:
     """64-d pixel vectors labelled 0-9; ships inside scikit-learn, so nothing is downloaded.
     `n_samples` takes a seeded subsample."""
+    from sklearn.datasets import load_digits  # imported on use: registering the entry must stay cheap
+
     X, y = load_digits(return_X_y=True)
     if n_samples is not None:
         keep = np.sort(rng.choice(len(X), size=n_samples, replace=False))

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import numpy as np
 from pydantic import Field
-from sklearn import datasets as skd
 
 from lab_assets.datasets import DATASETS, Raw
 from lab_assets.datasets.raw import sklearn_random_state
@@ -18,6 +17,9 @@ Noise = Annotated[float, Field(ge=0.0)]
 @DATASETS("swissroll", packages=["scikit-learn"])
 def swissroll(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: Noise = 0.0) -> Raw:
     """A 2-d sheet rolled up in 3-d; the label is the position along the roll."""
+    # sklearn is imported on use (here and below): registering the entries must stay cheap.
+    from sklearn import datasets as skd
+
     X, t = skd.make_swiss_roll(n_samples, noise=noise, random_state=sklearn_random_state(rng))
     return Raw(X, t)
 
@@ -25,6 +27,8 @@ def swissroll(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: No
 @DATASETS("s_curve", packages=["scikit-learn"])
 def s_curve(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: Noise = 0.0) -> Raw:
     """A 2-d sheet bent into an S in 3-d; the label is the position along the S."""
+    from sklearn import datasets as skd
+
     X, t = skd.make_s_curve(n_samples, noise=noise, random_state=sklearn_random_state(rng))
     return Raw(X, t)
 
@@ -57,6 +61,8 @@ def gaussian_blobs(
     cluster_std: Annotated[float, Field(gt=0)] = 1.0,
 ) -> Raw:
     """Isotropic Gaussian clusters; the label is the cluster."""
+    from sklearn import datasets as skd
+
     X, y = skd.make_blobs(
         n_samples,
         n_features=n_features,

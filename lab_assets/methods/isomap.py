@@ -3,7 +3,6 @@
 from typing import Annotated
 
 from pydantic import Field
-from sklearn.manifold import Isomap
 
 from lab_assets.methods import METHODS
 
@@ -14,8 +13,10 @@ def isomap(
     *,
     n_components: Annotated[int, Field(ge=1)] = 2,
     n_neighbors: Annotated[int, Field(ge=2)] = 10,
-) -> Isomap:
+):
     """scikit-learn's Isomap with the dense eigensolver: its ARPACK path draws its start vector
     from NumPy's global RNG (Isomap takes no random_state), which would break reproducibility."""
+    from sklearn.manifold import Isomap  # imported on use: registering the entry must stay cheap
+
     del seed  # deterministic
     return Isomap(n_components=n_components, n_neighbors=n_neighbors, eigen_solver="dense")

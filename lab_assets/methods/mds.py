@@ -6,7 +6,6 @@ stress) rather than local neighbourhoods. Needs the full n x n distance matrix: 
 from typing import Annotated, Literal
 
 from pydantic import Field
-from sklearn.manifold import MDS
 
 from lab_assets.methods import METHODS
 
@@ -19,9 +18,11 @@ def mds(
     n_init: Annotated[int, Field(ge=1)] = 4,
     init: Literal["random", "classical_mds"] = "random",
     max_iter: Annotated[int, Field(ge=1)] = 300,
-) -> MDS:
+):
     """scikit-learn's metric MDS (SMACOF), the best of `n_init` seeded random starts
     (`init="classical_mds"` starts once from classical MDS instead and ignores `n_init`)."""
+    from sklearn.manifold import MDS  # imported on use: registering the entry must stay cheap
+
     return MDS(
         n_components=n_components,
         metric_mds=True,

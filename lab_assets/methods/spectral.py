@@ -6,7 +6,6 @@ and the density along the manifold are not preserved.
 from typing import Annotated, Literal
 
 from pydantic import Field
-from sklearn.manifold import SpectralEmbedding
 
 from lab_assets.methods import METHODS
 
@@ -18,8 +17,10 @@ def spectral(
     n_components: Annotated[int, Field(ge=1)] = 2,
     n_neighbors: Annotated[int, Field(ge=2)] = 10,
     eigen_solver: Literal["arpack", "lobpcg"] = "arpack",
-) -> SpectralEmbedding:
+):
     """scikit-learn's SpectralEmbedding on a symmetrised kNN connectivity graph, seeded."""
+    from sklearn.manifold import SpectralEmbedding  # imported on use: registering the entry must stay cheap
+
     return SpectralEmbedding(
         n_components=n_components,
         affinity="nearest_neighbors",

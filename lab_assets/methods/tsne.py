@@ -3,7 +3,6 @@
 from typing import Annotated, Literal
 
 from pydantic import Field
-from sklearn.manifold import TSNE
 
 from lab_assets.methods import METHODS
 
@@ -20,10 +19,12 @@ def tsne(
     learning_rate: Annotated[float, Field(gt=0)] | Literal["auto"] = "auto",
     max_iter: Annotated[int, Field(ge=250)] = 1000,
     init: Literal["pca", "random"] = "pca",
-) -> TSNE:
+):
     """Barnes-Hut t-SNE from scikit-learn, seeded. Give `perplexity` or the `n_neighbors` every
     neighbourhood method shares: perplexity = n_neighbors / 3, since Barnes-Hut t-SNE attends to
     the 3 * perplexity nearest neighbours of each point."""
+    from sklearn.manifold import TSNE  # imported on use: registering the entry must stay cheap
+
     if n_neighbors is not None:
         # Defaults are filled in before this call, so only a non-default perplexity is a conflict.
         if perplexity != DEFAULT_PERPLEXITY:

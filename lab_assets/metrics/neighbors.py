@@ -9,13 +9,14 @@ from __future__ import annotations
 import zlib
 from functools import cached_property
 
-import numba
 import numpy as np
-from sklearn.neighbors import NearestNeighbors
 
 # Elements (float64) of one block of the chunked rank computation, ~32 MB: bounds memory at
 # O(chunk * n) whatever n is.
 _BLOCK = 1 << 22
+
+# Up to this many dimensions distances are computed from differences, beyond it from a Gram block.
+_DIRECT_DIMS = 8
 
 
 class Neighborhoods:
@@ -123,6 +124,9 @@ def _as_points(A, name: str) -> np.ndarray:
 def _knn(A: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k == 0:  # a suite without kNN metrics pays for no search
         return np.empty((A.shape[0], 0), dtype=np.int64), np.empty((A.shape[0], 0))
+    # sklearn and numba (below) are imported on use: registering the metrics must stay cheap.
+    from sklearn.neighbors import NearestNeighbors
+
     idx = NearestNeighbors(n_neighbors=k).fit(A).kneighbors(return_distance=False)
     # sklearn's brute-force path uses |a|^2 - 2ab + |b|^2, which loses the small distances
     # that LID's logarithms depend on; recompute them from differences and re-sort.
@@ -155,11 +159,15 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
 
     Rows are processed in blocks. For wide data one BLAS product gives a block's inner
     products with every point (O(block * n) memory); for a few dimensions (embeddings) the
-    differences are cheaper than writing and reading that block. `_count_below` forms each
+    differences are cheaper than writing and reading that block. `count_below` forms each
     row's squared distances and bins them against that row's sorted thresholds (never a sort
-    of the row). Thresholds come from the same `_sqdist` as the distances they are compared
+    of the row). Thresholds come from the same `sqdist` as the distances they are compared
     with, so a pair's rank is consistent with the other distances of its row, ties included.
     """
+    import numba
+
+    from lab_assets.rank_kernels import count_below, thresholds
+
     rows = np.asarray(rows, dtype=np.int64).ravel()
     cols = np.asarray(cols, dtype=np.int64).ravel()
     if rows.shape != cols.shape:
@@ -181,112 +189,13 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
         gram = np.empty((0, 0)) if direct else A[chunk] @ A.T
         pairs = order[bounds[a] : bounds[a + chunk.size]]
         local = np.repeat(np.arange(chunk.size), np.diff(bounds[a : a + chunk.size + 1]))
-        threshold = _thresholds(A, sq, gram, chunk, local, cols[pairs])
+        threshold = thresholds(A, sq, gram, chunk, local, cols[pairs])
         by_value = np.lexsort((threshold, local))  # sorted within each row's segment
         counts = np.empty(pairs.size, dtype=np.int64)
         seg = bounds[a : a + chunk.size + 1] - bounds[a]
-        counts[by_value] = _count_below(A, sq, gram, chunk, seg, threshold[by_value], numba.get_num_threads())
+        counts[by_value] = count_below(A, sq, gram, chunk, seg, threshold[by_value], numba.get_num_threads())
         out[pairs] = 1 + counts
     return out
-
-
-# Grid cells per threshold in `_count_below`: more cells, fewer entries that need comparing.
-_CELLS_PER_THRESHOLD = 16
-# Up to this many dimensions distances are computed from differences, beyond it from a Gram block.
-_DIRECT_DIMS = 8
-
-
-@numba.njit(inline="always")
-def _sqdist(A, sq, gram, r, i, j):  # pragma: no cover - compiled
-    """Squared distance of points i and j (i is row r of the block): the one expression both
-    thresholds and compared distances use."""
-    if gram.shape[1] > 0:
-        return (sq[i] + sq[j]) - 2.0 * gram[r, j]
-    total = 0.0
-    for k in range(A.shape[1]):
-        diff = A[i, k] - A[j, k]
-        total += diff * diff
-    return total
-
-
-@numba.njit(cache=True)
-def _thresholds(A, sq, gram, rows, local, cols):  # pragma: no cover - compiled
-    out = np.empty(cols.size)
-    for t in range(cols.size):
-        out[t] = _sqdist(A, sq, gram, local[t], rows[local[t]], cols[t])
-    return out
-
-
-@numba.njit(parallel=True, cache=True)
-def _count_below(A, sq, gram, rows, seg, thr, workers):  # pragma: no cover - compiled
-    """For block row r (point rows[r]) and each threshold thr[p] of its segment seg[r]:seg[r+1]
-    (sorted), the number of other points j whose squared distance to rows[r] is strictly below
-    thr[p].
-
-    Distances are formed here, not in a block-sized temporary, and binned on a uniform grid
-    over [smallest, largest threshold] (cell 0 below it, the last cell above it). The grid map
-    is monotone, so every entry of a cell before a threshold's cell is below the threshold and
-    every entry of a later cell is not: only entries sharing a cell with a threshold need a
-    comparison. They are set aside without a branch (always written, the end advanced by the
-    cell's flag) and compared afterwards. One branch-free pass per row, no sort: a binary
-    search per entry mispredicts at every level and was several times slower.
-    """
-    out = np.zeros(thr.size, dtype=np.int64)
-    n = A.shape[0]
-    for w in numba.prange(workers):
-        kept = np.empty(n)  # this worker's entries that share a cell with a threshold
-        for r in range(w, rows.size, workers):
-            s, m = seg[r], seg[r + 1] - seg[r]
-            if m == 0:
-                continue
-            lo, top = thr[s], thr[s + m - 1]
-            cells = _CELLS_PER_THRESHOLD * m
-            scale = (cells - 1) / (top - lo) if top > lo else 0.0
-            # Thresholds first[c]:last[c] lie in cell c.
-            first = np.full(cells + 2, m, dtype=np.int64)
-            last = np.zeros(cells + 2, dtype=np.int64)
-            for q in range(m):
-                c = _cell(thr[s + q], lo, scale, cells)
-                if first[c] == m:
-                    first[c] = q
-                last[c] = q + 1
-            flag = (last > 0).astype(np.int64)
-            count = np.zeros(cells + 2, dtype=np.int64)
-            me, size = rows[r], 0
-            for j in range(n):
-                x = _sqdist(A, sq, gram, r, me, j)
-                c = _cell(x, lo, scale, cells)
-                count[c] += 1
-                kept[size] = x
-                size += flag[c]
-            # The point itself (distance ~0) was binned like any other; take it out again.
-            x = _sqdist(A, sq, gram, r, me, me)
-            c = _cell(x, lo, scale, cells)
-            count[c] -= 1
-            partial = np.zeros(m, dtype=np.int64)  # same-cell entries below each threshold
-            if flag[c]:
-                for q in range(first[c], last[c]):
-                    partial[q] -= x < thr[s + q]
-            for t in range(size):
-                x = kept[t]
-                c = _cell(x, lo, scale, cells)
-                for q in range(first[c], last[c]):
-                    partial[q] += x < thr[s + q]
-            below, done = 0, 0
-            for q in range(m):
-                c = _cell(thr[s + q], lo, scale, cells)
-                while done < c:
-                    below += count[done]
-                    done += 1
-                out[s + q] = below + partial[q]
-    return out
-
-
-@numba.njit(inline="always")
-def _cell(x, lo, scale, cells):  # pragma: no cover - compiled
-    """Grid cell of a squared distance: 0 below the smallest threshold, cells + 1 far above the
-    largest; monotone in x, which is all the counting relies on."""
-    return min(max(int((x - lo) * scale) + 1, 0), cells + 1)
 
 
 def rank_penalty_score(ranks: np.ndarray, k: int, n: int, metric: str) -> float:

@@ -14,7 +14,6 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy.spatial.distance import pdist
 
 from lab_assets.metrics import METRICS
 from lab_assets.metrics.neighbors import Neighborhoods
@@ -50,5 +49,7 @@ def persistent_homology(
     if summary == "total_persistence":
         return float(life[np.isfinite(life)].sum())
     if threshold is None:
+        from scipy.spatial.distance import pdist  # imported on use: registering the entry must stay cheap
+
         threshold = DEFAULT_THRESHOLD_FRACTION * float(pdist(A).max())
     return float(np.count_nonzero(life > threshold))

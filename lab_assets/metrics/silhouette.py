@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
-from sklearn.metrics import silhouette_score
 
 from lab_assets.metrics import METRICS, NotApplicable
 from lab_assets.metrics.neighbors import Neighborhoods
@@ -59,4 +58,6 @@ def silhouette(
         raise ValueError(
             f"silhouette needs fewer classes than points: {n_classes} classes for {idx.size} points"
         )
+    from sklearn.metrics import silhouette_score  # imported on use: registering the entry must stay cheap
+
     return float(silhouette_score(A, y, metric="euclidean"))

@@ -13,7 +13,6 @@ from typing import Annotated
 
 import numpy as np
 from pydantic import Field
-from scipy.stats import spearmanr
 
 from lab_assets.metrics import METRICS
 from lab_assets.metrics.neighbors import Neighborhoods
@@ -80,4 +79,6 @@ def spearman_distance_correlation(
                 f"spearman_distance_correlation is undefined: all {d.size} sampled pair "
                 f"distances of the {space} space are equal ({d[0]:g})"
             )
+    from scipy.stats import spearmanr  # imported on use: registering the entry must stay cheap
+
     return float(spearmanr(dx, dz).statistic)
