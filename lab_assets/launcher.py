@@ -20,6 +20,7 @@ import os
 import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import dagster as dg
@@ -117,11 +118,12 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
     def _after(self, worker: ProcessPoolExecutor, run_id: str, future: Future) -> None:
         with self._lock:
             self._busy[id(worker)] = self._busy.get(id(worker), 1) - 1
-            error = future.exception()
-            if error is not None and worker in self._workers:
-                self._workers.remove(worker)  # a fresh one replaces it at the next launch
+            error = RuntimeError("the daemon stopped before a worker started it") if future.cancelled() else future.exception()
+            if isinstance(error, BrokenProcessPool) and worker in self._workers:
+                self._workers.remove(worker)  # it died: a fresh one replaces it at the next launch
                 worker.shutdown(wait=False)
-        # A run whose worker died must not stay STARTED forever: fail it, with the reason.
+        # A run whose worker died (or that failed outside Dagster's own error handling) must not
+        # stay STARTED forever: fail it, with the reason.
         run = self._instance.get_run_by_id(run_id)
         if error is not None and run is not None and not run.is_finished:
             self._instance.report_run_failed(run, f"Warm worker failed: {type(error).__name__}: {error}")

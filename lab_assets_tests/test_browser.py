@@ -93,5 +93,5 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser):
         figure.wait_for(timeout=30_000)
         assert figure.evaluate("img => img.naturalWidth") > 100  # a real, decoded image
         page.screenshot(path=str(shots / "report_figure.png"))
-    # lab_ui stopped dagster dev and everything it started: nothing listens on the port.
+    # lab_ui stopped `lab ui` and everything it started: nothing listens on the port.
     assert f":{port} " not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout

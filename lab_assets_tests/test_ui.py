@@ -1,4 +1,4 @@
-"""`lab ui` for real: dagster dev on 127.0.0.1 serves the sweep's partitions, and a partition
+"""`lab ui` for real: the webserver on 127.0.0.1 (and the daemon) serves the sweep's partitions, and a partition
 launched the way the UI launches it (a GraphQL partition backfill) is materialized."""
 
 import subprocess
