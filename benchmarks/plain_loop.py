@@ -8,22 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
 
-import numpy as np
-from threadpoolctl import threadpool_limits
-
-from lab_assets.assets.datasets import GENERATE_STREAM, raw_frame, rng
-from lab_assets.datasets import DATASETS
-from lab_assets.methods import METHODS
-from lab_assets.metrics import METRICS, NotApplicable
-from lab_assets.metrics.neighbors import Neighborhoods
-from lab_assets.sweep import load_sweep
+from lab_assets.threads import THREAD_POOL_VARIABLES
 
 
 def run(path: str) -> dict:
+    import numpy as np
+
+    from lab_assets.assets.datasets import GENERATE_STREAM, raw_frame, rng
+    from lab_assets.datasets import DATASETS
+    from lab_assets.methods import METHODS
+    from lab_assets.metrics import METRICS, NotApplicable
+    from lab_assets.metrics.neighbors import Neighborhoods
+    from lab_assets.sweep import load_sweep
+
     sweep = load_sweep(path)
     seconds: dict[str, float] = defaultdict(float)
     start = time.perf_counter()
@@ -54,6 +56,9 @@ if __name__ == "__main__":
     p.add_argument("sweep")
     p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1, like a sweep worker)")
     args = p.parse_args()
-    with threadpool_limits(args.threads):
-        json.dump(run(args.sweep), sys.stdout, indent=2)
+    # Before NumPy, sklearn or numba load (run() imports them): native thread pools read these
+    # once, when loaded; threadpoolctl can limit only libraries already loaded. The sweep
+    # workers get the same variables.
+    os.environ.update({var: str(args.threads) for var in THREAD_POOL_VARIABLES})
+    json.dump(run(args.sweep), sys.stdout, indent=2)
     print()

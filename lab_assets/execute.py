@@ -27,6 +27,7 @@ from lab_assets.plan import FRESH, SweepPlan, make_plan
 from lab_assets.register import register
 from lab_assets.submit import Submitter
 from lab_assets.sweep import Sweep
+from lab_assets.threads import SINGLE_THREADED
 
 
 @dataclass
@@ -104,11 +105,6 @@ def execute_partition(job: str, partition: str | None) -> Outcome:
     )
     errors = [_root_cause(e.step_failure_data.error) for e in result.all_events if e.is_step_failure]
     return Outcome(job, partition or "", result.success, time.perf_counter() - start, result.run_id, "\n".join(errors))
-
-
-# One thread per worker for every native thread pool. These must be in the environment before
-# a worker imports NumPy/sklearn/numba: threadpoolctl can only limit libraries already loaded.
-SINGLE_THREADED = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 
 
 @contextmanager

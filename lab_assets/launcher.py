@@ -27,6 +27,8 @@ import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
+from lab_assets.threads import SINGLE_THREADED
+
 WORKER_PID_TAG = "lab/worker_pid"
 
 
@@ -61,8 +63,6 @@ def _execute(run_id: str) -> None:
 
 
 def _spawn_worker() -> ProcessPoolExecutor:
-    from lab_assets.execute import SINGLE_THREADED
-
     # spawn: the daemon holds threads and database connections that must not be forked.
     return ProcessPoolExecutor(
         1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(SINGLE_THREADED,)

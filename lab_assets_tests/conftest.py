@@ -33,7 +33,7 @@ metrics:
 
 @pytest.fixture(scope="module")
 def single_threaded():
-    """As in the sweep runner (execute.SINGLE_THREADED): OpenMP spinning on a shared 2-core
+    """As in the sweep runner (threads.SINGLE_THREADED): OpenMP spinning on a shared 2-core
     machine can make a 200-point t-SNE take seconds instead of a fraction of one.
     threadpoolctl only limits libraries already loaded, so scikit-learn (its OpenMP runtime) and
     SciPy (its BLAS) are imported first: the method modules import them only when a method runs."""
