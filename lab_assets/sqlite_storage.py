@@ -16,7 +16,9 @@ from functools import cached_property
 from threading import Lock
 
 import sqlalchemy as db
+import sqlalchemy.exc as db_exc
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
+from dagster._core.storage.event_log.schema import AssetKeyTable
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy.pool import QueuePool
@@ -61,6 +63,24 @@ class _OneEngine:
 class OneEngineSqliteEventLogStorage(_OneEngine, ConsolidatedSqliteEventLogStorage):
     def _connect(self):
         return self._pooled()
+
+    def _store_asset_event(self, conn: db.Connection, event, event_id: int) -> None:
+        """The asset's row keeps its newest materialization. Dagster inserts an event (its id)
+        and updates the asset's row in two transactions, so with two workers the older event's
+        update can land last; the row then names a materialization older than the newest one.
+        A step that reads its input's version from that row (`metrics` reading `embedding`)
+        records the older pointer, and the cell plans stale with nothing changed."""
+        dagster_event = event.dagster_event
+        if not (dagster_event and dagster_event.asset_key and dagster_event.is_step_materialization):
+            return super()._store_asset_event(conn, event, event_id)
+        values = self._get_asset_entry_values(event, event_id, self._has_asset_key_index_cols_on_connection(conn))
+        key = dagster_event.asset_key.to_string()
+        try:
+            conn.execute(AssetKeyTable.insert().values(asset_key=key, **values))
+        except db_exc.IntegrityError:
+            stored = db.func.json_extract(AssetKeyTable.c.last_materialization, "$.storage_id")
+            newer = db.func.coalesce(stored, -1) < event_id
+            conn.execute(AssetKeyTable.update().values(**values).where(AssetKeyTable.c.asset_key == key, newer))
 
     @cached_property
     def _tables(self) -> tuple[set[str], Lock]:
