@@ -78,8 +78,11 @@ class OneEngineSqliteEventLogStorage(_OneEngine, ConsolidatedSqliteEventLogStora
         try:
             conn.execute(AssetKeyTable.insert().values(asset_key=key, **values))
         except db_exc.IntegrityError:
-            stored = db.func.json_extract(AssetKeyTable.c.last_materialization, "$.storage_id")
-            newer = db.func.coalesce(stored, -1) < event_id
+            # The row holds a serialized EventLogRecord ending in `"storage_id": N}`. Read N as the
+            # trailing integer, not with json_extract: metadata may hold NaN, which is not JSON.
+            text = db.func.rtrim(AssetKeyTable.c.last_materialization, "}")
+            stored = db.cast(db.func.substr(text, db.func.length(db.func.rtrim(text, "0123456789")) + 1), db.Integer)
+            newer = db.or_(AssetKeyTable.c.last_materialization.is_(None), stored < event_id)
             conn.execute(AssetKeyTable.update().values(**values).where(AssetKeyTable.c.asset_key == key, newer))
 
     @cached_property

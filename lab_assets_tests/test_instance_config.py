@@ -67,8 +67,8 @@ def test_asset_row_keeps_the_newest_materialization_when_updates_arrive_out_of_o
     # Before the fix, ~5 cells in 1,000 planned stale right after a 2-worker sweep.
     inst = instance.get_instance()
     key = dg.AssetKey("embedding_like")
-    for partition in ("a", "b"):
-        inst.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+    for partition in ("a", "b"):  # NaN metadata (a metric that could not be computed) is not JSON
+        inst.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition, metadata={"m": float("nan")}))
     older, newer = sorted(inst.fetch_materializations(key, limit=10).records, key=lambda r: r.storage_id)
     inst.event_log_storage.store_asset_event(older.event_log_entry, older.storage_id)  # the late update
     record = inst.get_asset_records([key])[0]
