@@ -78,8 +78,7 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
     def __init__(self, workers: int = 2, inst_data: ConfigurableClassData | None = None):
         self._size = workers
         self._inst_data = inst_data
-        self._workers: list[ProcessPoolExecutor] = []
-        self._busy: dict[int, int] = {}  # id(worker) -> runs handed to it and not yet done
+        self._busy: dict[ProcessPoolExecutor, int] = {}  # each live worker -> its runs not yet done
         self._fingerprint: tuple = ()
         self._lock = threading.Lock()
         super().__init__()
@@ -100,13 +99,13 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         fingerprint = code_fingerprint()
         with self._lock:
             if fingerprint != self._fingerprint:
-                for worker in self._workers:
+                for worker in self._busy:
                     worker.shutdown(wait=False)  # finishes the run it has, then exits
-                self._workers, self._busy, self._fingerprint = [], {}, fingerprint
-            while len(self._workers) < self._size:
-                self._workers.append(_spawn_worker())
-            worker = min(self._workers, key=lambda w: self._busy.get(id(w), 0))
-            self._busy[id(worker)] = self._busy.get(id(worker), 0) + 1
+                self._busy, self._fingerprint = {}, fingerprint
+            while len(self._busy) < self._size:
+                self._busy[_spawn_worker()] = 0
+            worker = min(self._busy, key=self._busy.__getitem__)
+            self._busy[worker] += 1
             return worker
 
     def launch_run(self, context: LaunchRunContext) -> None:
@@ -116,12 +115,13 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         future.add_done_callback(lambda f: self._after(worker, run_id, f))
 
     def _after(self, worker: ProcessPoolExecutor, run_id: str, future: Future) -> None:
+        error = RuntimeError("the daemon stopped before a worker started it") if future.cancelled() else future.exception()
         with self._lock:
-            self._busy[id(worker)] = self._busy.get(id(worker), 1) - 1
-            error = RuntimeError("the daemon stopped before a worker started it") if future.cancelled() else future.exception()
-            if isinstance(error, BrokenProcessPool) and worker in self._workers:
-                self._workers.remove(worker)  # it died: a fresh one replaces it at the next launch
-                worker.shutdown(wait=False)
+            if worker in self._busy:  # not retired meanwhile
+                self._busy[worker] -= 1
+                if isinstance(error, BrokenProcessPool):
+                    del self._busy[worker]  # it died: a fresh one replaces it at the next launch
+                    worker.shutdown(wait=False)
         # A run whose worker died (or that failed outside Dagster's own error handling) must not
         # stay STARTED forever: fail it, with the reason.
         run = self._instance.get_run_by_id(run_id)
@@ -160,6 +160,6 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
 
     def dispose(self) -> None:
         with self._lock:
-            for worker in self._workers:
+            for worker in self._busy:
                 worker.shutdown(wait=False, cancel_futures=True)
-            self._workers = []
+            self._busy = {}

@@ -13,7 +13,6 @@ dagster.yaml, from which `lab`, its workers, the webserver and the daemon all lo
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from threading import Lock
 
 import sqlalchemy as db
 import sqlalchemy.exc as db_exc
@@ -86,20 +85,17 @@ class OneEngineSqliteEventLogStorage(_OneEngine, ConsolidatedSqliteEventLogStora
             conn.execute(AssetKeyTable.update().values(**values).where(AssetKeyTable.c.asset_key == key, newer))
 
     @cached_property
-    def _tables(self) -> tuple[set[str], Lock]:
-        return set(), Lock()
+    def _known_tables(self) -> set[str]:
+        return set()
 
     def has_table(self, table_name: str) -> bool:
         # Dagster asks before every dynamic-partition lookup; a table, once there, stays.
-        known, lock = self._tables
-        if table_name in known:
-            return True
-        with self._engine.connect() as conn:
-            present = bool(self._engine.dialect.has_table(conn, table_name))
-        if present:
-            with lock:
-                known.add(table_name)
-        return present
+        if table_name not in self._known_tables:
+            with self._engine.connect() as conn:
+                if not self._engine.dialect.has_table(conn, table_name):
+                    return False
+            self._known_tables.add(table_name)
+        return True
 
 
 class OneEngineSqliteRunStorage(_OneEngine, SqliteRunStorage):

@@ -13,10 +13,10 @@ import time
 
 def serve(host: str, port: int, target: list[str]) -> int:
     """`target`: `-w workspace.yaml` or `-m module`, as for `dagster dev`. Returns the exit code."""
-    children = [
-        subprocess.Popen([sys.executable, "-m", "dagster_webserver", "--host", host, "--port", str(port), *target]),
-        subprocess.Popen([sys.executable, "-m", "lab_assets.daemon", "run", *target]),
-    ]
+    children = {
+        "webserver": subprocess.Popen([sys.executable, "-m", "dagster_webserver", "--host", host, "--port", str(port), *target]),
+        "daemon": subprocess.Popen([sys.executable, "-m", "lab_assets.daemon", "run", *target]),
+    }
 
     def stop(signum, _frame):
         raise SystemExit(128 + signum)
@@ -24,20 +24,19 @@ def serve(host: str, port: int, target: list[str]) -> int:
     signal.signal(signal.SIGTERM, stop)
     code = 0
     try:
-        while all(child.poll() is None for child in children):
+        while all(child.poll() is None for child in children.values()):
             time.sleep(0.5)
-        failed = [c for c in children if c.returncode]
-        if failed:
-            name = "webserver" if failed[0] is children[0] else "daemon"
-            print(f"lab ui: the Dagster {name} exited with code {failed[0].returncode}", file=sys.stderr)
-            code = 1
+        for name, child in children.items():
+            if child.returncode:
+                print(f"lab ui: the Dagster {name} exited with code {child.returncode}", file=sys.stderr)
+                code = 1
     except (KeyboardInterrupt, SystemExit) as e:
         code = 0 if isinstance(e, KeyboardInterrupt) else e.code
     finally:
-        for child in children:
+        for child in children.values():
             if child.poll() is None:
                 child.send_signal(signal.SIGINT)  # what Ctrl-C sends: both shut down cleanly
-        for child in children:
+        for child in children.values():
             try:
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:

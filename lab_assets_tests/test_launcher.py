@@ -7,8 +7,10 @@ import os
 import signal
 
 import dagster as dg
+from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 from lab_assets import launcher as launcher_module
+from lab_assets.execute import _defs, register_and_plan
 from lab_assets.instance import get_instance, instance_yaml
 from lab_assets.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
 from lab_assets.plan import make_plan
@@ -95,14 +97,10 @@ def test_edited_code_retires_warm_workers(monkeypatch):
 def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
     """The UI's path end to end on the project's own instance settings (run queue, warm workers,
     `lab ui`'s daemon): every asset of the sweep in one launchPartitionBackfill."""
-    from benchmarks import ui_backfill
-
     home = lab / ".lab" / "dagster"
     (home / "dagster.yaml").write_text(instance_yaml((REPO / "dagster.yaml").read_text(), home))
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     with lab_ui(lab) as port:
-        from lab_assets.execute import register_and_plan
-
         register_and_plan(sweep)
         ui_backfill.backfill(port, sweep, timeout=600)
     instance = get_instance()
@@ -110,6 +108,4 @@ def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
     assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     pids = {r.tags.get(WORKER_PID_TAG) for r in runs}
     assert None not in pids and len(pids) <= 2 < len(runs)
-    from lab_assets.execute import _defs
-
     assert make_plan(sweep, instance, _defs().resolve_asset_graph()).pending_cells() == []
