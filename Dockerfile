@@ -63,9 +63,9 @@ RUN pip install --no-deps -c constraints.txt . \
 USER 1000:1000
 
 # A broken install fails the build, not the first pod (and as the user the pods run as).
-RUN python -c "import lab_assets.definitions"
+RUN python -c "import lab_assets.defs.definitions"
 
 # The code server (what k8s/base/user-code.yaml and the Helm chart run). The webserver and
 # daemon pods override the command with dagster-webserver / dagster-daemon run.
 EXPOSE 4000
-CMD ["dagster", "api", "grpc", "-m", "lab_assets.definitions", "-h", "0.0.0.0", "-p", "4000"]
+CMD ["dagster", "api", "grpc", "-m", "lab_assets.defs.definitions", "-h", "0.0.0.0", "-p", "4000"]

@@ -41,8 +41,8 @@ def measure(what: str, n: int) -> dict:
 
         values = [trustworthiness(X, Z, n_neighbors=k) for k in KS]
     else:
-        from lab_assets.metrics import METRICS as REGISTRY
-        from lab_assets.metrics.neighbors import Neighborhoods
+        from lab_assets.dr.metrics import METRICS as REGISTRY
+        from lab_assets.dr.metrics.neighbors import Neighborhoods
 
         nb = Neighborhoods(X, Z, k_max=max(KS))
         names = METRICS if what == "all" else ("trustworthiness",)

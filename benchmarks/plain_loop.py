@@ -13,18 +13,18 @@ import sys
 import time
 from collections import defaultdict
 
-from lab_assets.threads import THREAD_POOL_VARIABLES
+from lab_assets.core.threads import THREAD_POOL_VARIABLES
 
 
 def run(path: str) -> dict:
     import numpy as np
 
-    from lab_assets.assets.datasets import GENERATE_STREAM, raw_frame, rng
-    from lab_assets.datasets import DATASETS
-    from lab_assets.methods import METHODS
-    from lab_assets.metrics import METRICS, NotApplicable
-    from lab_assets.metrics.neighbors import Neighborhoods
-    from lab_assets.sweep import load_sweep
+    from lab_assets.defs.assets.datasets import GENERATE_STREAM, raw_frame, rng
+    from lab_assets.dr.datasets import DATASETS
+    from lab_assets.dr.methods import METHODS
+    from lab_assets.dr.metrics import METRICS, NotApplicable
+    from lab_assets.dr.metrics.neighbors import Neighborhoods
+    from lab_assets.dr.sweep import load_sweep
 
     sweep = load_sweep(path)
     seconds: dict[str, float] = defaultdict(float)

@@ -41,7 +41,7 @@ import ui_backfill  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-LAB = [PY, "-m", "lab_assets.cli"]
+LAB = [PY, "-m", "lab_assets.cli.main"]
 BEGIN, END = "<!-- perf-suite:begin (benchmarks/run_all.py writes this block) -->", "<!-- perf-suite:end -->"
 OVERHEAD_SWEEP = """name: overhead
 data:
@@ -87,7 +87,7 @@ def median(xs: list[float]) -> float:
 
 def register(folder: Path, env: dict, sweep_file: str) -> float:
     """What `lab sweep run` and the UI's sweep sensor both do first (keys, partitions, specs)."""
-    code = "import sys; from lab_assets.execute import register_and_plan; from lab_assets.sweep import load_sweep; register_and_plan(load_sweep(sys.argv[1]))"
+    code = "import sys; from lab_assets.runner.execute import register_and_plan; from lab_assets.dr.sweep import load_sweep; register_and_plan(load_sweep(sys.argv[1]))"
     return measure.run([PY, "-c", code, sweep_file], env, folder).seconds
 
 
@@ -102,7 +102,7 @@ def part_sweep(sweep_path: str, repeats: int) -> dict:
         noop = [measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder) for _ in range(repeats)]
         out["noop_runs_s"] = [m.seconds for m in noop]
     with project(text, name) as (folder, env, file):
-        from lab_assets.sweep import load_sweep
+        from lab_assets.dr.sweep import load_sweep
 
         with ui_backfill.lab_ui(folder, env) as port:
             out["ui_register_s"] = register(folder, env, file)
@@ -123,7 +123,7 @@ def part_overhead(repeats: int) -> dict:
 def part_startup(repeats: int) -> dict:
     env = os.environ.copy()
     helps = [measure.run([str(Path(PY).parent / "lab"), "--help"], env, ROOT).seconds for _ in range(repeats)]
-    defs = [measure.run([PY, "-c", "import lab_assets.definitions"], env, ROOT).seconds for _ in range(repeats)]
+    defs = [measure.run([PY, "-c", "import lab_assets.defs.definitions"], env, ROOT).seconds for _ in range(repeats)]
     return {"lab_help_s": helps, "import_definitions_s": defs}
 
 
@@ -186,7 +186,7 @@ def markdown(r: dict) -> str:
         targets.append(("overhead ≤ 0.1 s per cell", o["median_overhead_s"], 0.1, "{:.3f} s"))
     if st := r.get("startup"):
         lines += [f"**startup** {_when(st)} `lab --help` median {median(st['lab_help_s']):.2f} s {_fmt(st['lab_help_s'])}; "
-                  f"`import lab_assets.definitions` median {median(st['import_definitions_s']):.2f} s {_fmt(st['import_definitions_s'])}.", ""]
+                  f"`import lab_assets.defs.definitions` median {median(st['import_definitions_s']):.2f} s {_fmt(st['import_definitions_s'])}.", ""]
         targets.append(("`lab --help` ≤ 0.5 s", median(st["lab_help_s"]), 0.5, "{:.2f} s"))
     if sc := r.get("scaling"):
         lines += [f"**scaling** ({sc['cells']} cells, `random_projection` on 100 points) {_when(sc)} Plan {sc['plan_before_s']:.1f} s "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_assets import instance
+from lab_assets.runtime import instance
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_SWEEP = """
@@ -45,8 +45,8 @@ def single_threaded():
 
 
 def swissroll_points(n: int):
-    from lab_assets.assets.datasets import GENERATE_STREAM, rng
-    from lab_assets.datasets import DATASETS
+    from lab_assets.defs.assets.datasets import GENERATE_STREAM, rng
+    from lab_assets.dr.datasets import DATASETS
 
     return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=n, noise=0.0).X
 
@@ -76,7 +76,7 @@ def lab_cli(*args, cwd, timeout=300):
     import subprocess
 
     return subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli", *args],
+        [sys.executable, "-m", "lab_assets.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -115,7 +115,7 @@ def lab_ui(lab):
     """`lab ui` on a free port, up and answering; every process it started is stopped after."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli", "ui", "--port", str(port)],
+        [sys.executable, "-m", "lab_assets.cli.main", "ui", "--port", str(port)],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:

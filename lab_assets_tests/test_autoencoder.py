@@ -6,17 +6,17 @@ import torch
 from sklearn.decomposition import PCA
 
 import dagster as dg
-from lab_assets import checkpoints, storage
-from lab_assets.checkpoints import Checkpoint
-from lab_assets import execute
-from lab_assets.execute import run_sweep
-from lab_assets.partitions import cell_key
-from lab_assets.instance import get_instance
-from lab_assets.methods import METHODS
-from lab_assets.metrics import METRICS, NotApplicable
-from lab_assets.metrics.neighbors import Neighborhoods
-from lab_assets.models.autoencoder import TrainingDivergedError
-from lab_assets.sweep import load_sweep
+from lab_assets.core import checkpoints, storage
+from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.runner import execute
+from lab_assets.runner.execute import run_sweep
+from lab_assets.defs.partitions import cell_key
+from lab_assets.runtime.instance import get_instance
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics.neighbors import Neighborhoods
+from lab_assets.dr.models.autoencoder import TrainingDivergedError
+from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import swissroll_points
 
 SMALL = {"epochs": 20, "width": 16, "batch_size": 32, "lr": 5e-3, "checkpoint_every": 4}

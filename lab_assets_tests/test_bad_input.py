@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 
 import dagster as dg
-from lab_assets import storage
-from lab_assets.execute import run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.metrics import METRICS, NotApplicable
-from lab_assets.metrics.neighbors import Neighborhoods
-from lab_assets.sweep import load_sweep
+from lab_assets.core import storage
+from lab_assets.runner.execute import run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics.neighbors import Neighborhoods
+from lab_assets.dr.sweep import load_sweep
 
 
 def latest(asset: str, partition: str):

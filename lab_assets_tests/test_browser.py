@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import dagster as dg
-from lab_assets.execute import run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.sweep import load_sweep
+from lab_assets.runner.execute import run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, wait_for
 
 CHROMIUM = "/usr/bin/chromium"

@@ -5,13 +5,13 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from lab_assets import checks
-from lab_assets.definitions import defs
-from lab_assets.execute import register_and_plan
-from lab_assets.instance import get_instance
-from lab_assets.metrics import METRICS
-from lab_assets.partitions import cell_key
-from lab_assets.sweep import MetricConfig, load_sweep
+from lab_assets.defs import checks
+from lab_assets.defs.definitions import defs
+from lab_assets.runner.execute import register_and_plan
+from lab_assets.runtime.instance import get_instance
+from lab_assets.dr.metrics import METRICS
+from lab_assets.defs.partitions import cell_key
+from lab_assets.dr.sweep import MetricConfig, load_sweep
 
 
 def good_dataset(n=10):

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from lab_assets.methods import METHODS
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import lab_cli
 
 
@@ -79,7 +79,7 @@ def test_plan_run_plan_report_in_parallel(lab):
 def test_killed_run_leaves_no_torn_file_and_resumes(lab):
     env = os.environ.copy()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
         cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     embeddings = lab / ".lab" / "assets" / "embedding"

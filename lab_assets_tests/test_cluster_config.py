@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from lab_assets import keystore
-from lab_assets.execute import run_tags
-from lab_assets.k8s import GPU_TAG, K8S_CONFIG_TAG
-from lab_assets.sweep import SweepError, parse_sweep
+from lab_assets.dr import keystore
+from lab_assets.runner.execute import run_tags
+from lab_assets.core.k8s_resources import GPU_TAG, K8S_CONFIG_TAG
+from lab_assets.dr.sweep import SweepError, parse_sweep
 
 SWEEP = """
 name: gpu
@@ -53,7 +53,7 @@ def test_cell_runs_carry_their_methods_resources(lab):
 
 
 def _executor(value: str) -> subprocess.CompletedProcess:
-    code = "from lab_assets.definitions import defs; print(defs.resolve_job_def('materialize_cells').executor_def.name)"
+    code = "from lab_assets.defs.definitions import defs; print(defs.resolve_job_def('materialize_cells').executor_def.name)"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "LAB_EXECUTOR": value}, timeout=120)
 

@@ -7,8 +7,8 @@ import pydantic
 import pytest
 from sklearn.datasets import load_digits
 
-from lab_assets.assets.datasets import GENERATE_STREAM, BadDataError, raw_frame, rng
-from lab_assets.datasets import DATASETS, Raw
+from lab_assets.defs.assets.datasets import GENERATE_STREAM, BadDataError, raw_frame, rng
+from lab_assets.dr.datasets import DATASETS, Raw
 
 
 def generate(name, seed=0, **params):

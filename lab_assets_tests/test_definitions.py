@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.definitions import defs
+from lab_assets.defs.definitions import defs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,11 +30,11 @@ def test_parsing_a_sweep_and_loading_definitions_import_no_heavy_library():
     method or metric file would cost seconds on every no-op re-run."""
     script = (
         "import sys\n"
-        "from lab_assets.sweep import load_sweep\n"
-        "from lab_assets.datasets import DATASETS\n"
-        "from lab_assets.methods import METHODS\n"
-        "from lab_assets.metrics import METRICS\n"
-        "import lab_assets.definitions\n"
+        "from lab_assets.dr.sweep import load_sweep\n"
+        "from lab_assets.dr.datasets import DATASETS\n"
+        "from lab_assets.dr.methods import METHODS\n"
+        "from lab_assets.dr.metrics import METRICS\n"
+        "import lab_assets.defs.definitions\n"
         "load_sweep('sweeps/dr_benchmark.yaml')\n"
         "for registry in (DATASETS, METHODS, METRICS):\n"
         "    for name in registry.names():\n"

@@ -24,7 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from lab_assets import k8s
+from lab_assets.core import k8s_resources as k8s
 
 REPO = Path(__file__).resolve().parents[1]
 K8S_DIR = REPO / "k8s"
@@ -644,7 +644,7 @@ def test_helm_values_match_the_kustomize_config():
     assert daemon["runRetries"] == {"enabled": True, "maxRetries": instance["run_retries"]["max_retries"]}
 
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    assert deployment["dagsterApiGrpcArgs"] == ["-m", "lab_assets.definitions"] and deployment["port"] == 4000
+    assert deployment["dagsterApiGrpcArgs"] == ["-m", "lab_assets.defs.definitions"] and deployment["port"] == 4000
     assert {s["name"] for s in deployment["envSecrets"]} == SECRETS - {"lab-assets-postgres"}
     for part in (deployment, values["dagsterWebserver"], daemon):
         assert f"{part['image']['repository']}:{part['image']['tag']}" == PLACEHOLDER_IMAGE
@@ -664,7 +664,7 @@ def test_dockerfile_matches_the_deployment():
     assert "pip install -c constraints.txt . dagster-postgres" in dockerfile
     assert f"DAGSTER_HOME={DAGSTER_HOME}" in dockerfile and f"LAB_HOME={LAB_HOME}" in dockerfile
     assert "EXPOSE 4000" in lines
-    command = ["dagster", "api", "grpc", "-m", "lab_assets.definitions", "-h", "0.0.0.0", "-p", "4000"]
+    command = ["dagster", "api", "grpc", "-m", "lab_assets.defs.definitions", "-h", "0.0.0.0", "-p", "4000"]
     assert f"CMD {json.dumps(command)}" in lines
     user_code = yaml.safe_load_all((K8S_DIR / "base" / "user-code.yaml").read_text())
     (deployment,) = [d for d in user_code if d["kind"] == "Deployment"]

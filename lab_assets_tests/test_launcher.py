@@ -1,4 +1,4 @@
-"""The warm-worker run launcher (lab_assets/launcher.py) with real worker processes: runs reuse
+"""The warm-worker run launcher (lab_assets/runtime/launcher.py) with real worker processes: runs reuse
 warm workers, cancelling interrupts the run, a killed worker fails only its own run, and edited
 code retires the warm workers. Plus the whole UI path: a backfill of the sweep through
 `lab ui`'s webserver, queue, daemon and warm workers."""
@@ -9,12 +9,12 @@ import signal
 import dagster as dg
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
-from lab_assets import launcher as launcher_module
-from lab_assets.execute import _defs, register_and_plan
-from lab_assets.instance import get_instance, instance_yaml
-from lab_assets.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
-from lab_assets.plan import make_plan
-from lab_assets.sweep import load_sweep
+from lab_assets.runtime import launcher as launcher_module
+from lab_assets.runner.execute import _defs, register_and_plan
+from lab_assets.runtime.instance import get_instance, instance_yaml
+from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
+from lab_assets.defs.plan import make_plan
+from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, wait_for
 from lab_assets_tests.sleep_job import sleep_job
 

@@ -4,9 +4,9 @@ import numpy as np
 import pydantic
 import pytest
 
-from lab_assets.methods import METHODS
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
-from lab_assets.registry import Entry, RegistryError
+from lab_assets.core.registry import Entry, RegistryError
 
 N = 200
 pytestmark = pytest.mark.usefixtures("single_threaded")

@@ -7,9 +7,9 @@ import pytest
 import scipy.linalg
 from scipy.spatial.distance import pdist, squareform
 
-from lab_assets.methods import METHODS
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
-from lab_assets.models.diffusion_map import DiffusionMap
+from lab_assets.dr.models.diffusion_map import DiffusionMap
 
 N = 200
 pytestmark = pytest.mark.usefixtures("single_threaded")

@@ -4,7 +4,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from lab_assets.methods import METHODS
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
 
 

@@ -5,8 +5,8 @@ import pydantic
 import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
-from lab_assets.metrics import METRICS
-from lab_assets.metrics.neighbors import Neighborhoods
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 KS = [1, 5, 15, 40]
 
@@ -125,7 +125,7 @@ KNN_METRICS = [name for name in METRICS.names() if "k" in METRICS[name].params_m
 def test_wide_data_many_blocks_match_sklearn(monkeypatch):
     """The benchmark's shape at a size sklearn can check: 50-d clusters, a 2-d projection, rank
     blocks of a few rows (the Gram path for the data, differences for the embedding)."""
-    from lab_assets.metrics import neighbors
+    from lab_assets.dr.metrics import neighbors
 
     monkeypatch.setattr(neighbors, "_BLOCK", 1500 * 7)
     g = np.random.default_rng(3)
@@ -190,7 +190,7 @@ def test_lid_rejects_duplicates(data):
 
 
 def test_chunking_does_not_change_results(data, monkeypatch):
-    import lab_assets.metrics.neighbors as neighbors
+    import lab_assets.dr.metrics.neighbors as neighbors
 
     whole = Neighborhoods(*data, k_max=15)
     expected = {name: METRICS[name](whole, k=15) for name in KNN_METRICS}

@@ -10,9 +10,9 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.stats import spearmanr
 from sklearn.metrics import silhouette_score
 
-from lab_assets.metrics import METRICS
-from lab_assets.metrics import spearman_distance_correlation as sp_module
-from lab_assets.metrics.neighbors import Neighborhoods
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics import spearman_distance_correlation as sp_module
+from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 NEW = ["participation_ratio", "spearman_distance_correlation", "persistent_homology", "silhouette"]
 
@@ -57,7 +57,7 @@ def test_participation_ratio_matches_eigvalsh(blobs, nb, space):
 
 
 def test_participation_ratio_wide_chunked_and_bounds(monkeypatch):
-    import lab_assets.metrics.participation_ratio as pr_module
+    import lab_assets.dr.metrics.participation_ratio as pr_module
 
     g = np.random.default_rng(1)
     X = g.normal(size=(20, 50)) * np.linspace(0.1, 3, 50)  # more features than points

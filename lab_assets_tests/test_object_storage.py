@@ -14,12 +14,12 @@ import boto3
 import pandas as pd
 import pytest
 
-from lab_assets import storage
-from lab_assets.execute import run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.plan import FRESH, make_plan
-from lab_assets.execute import _defs
-from lab_assets.sweep import load_sweep
+from lab_assets.core import storage
+from lab_assets.runner.execute import run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.defs.plan import FRESH, make_plan
+from lab_assets.runner.execute import _defs
+from lab_assets.dr.sweep import load_sweep
 
 BUCKET = "lab-bucket"
 
@@ -80,7 +80,7 @@ def test_tiny_sweep_on_s3(lab, s3):
 
 def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     deadline = time.time() + 120

@@ -7,12 +7,14 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 import dagster as dg
-from lab_assets import execute, keystore, storage
-from lab_assets.execute import execute_partition, run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.methods import METHODS
-from lab_assets.plan import FRESH, MISSING, STALE, make_plan
-from lab_assets.sweep import load_sweep
+from lab_assets.runner import execute
+from lab_assets.dr import keystore
+from lab_assets.core import storage
+from lab_assets.runner.execute import execute_partition, run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.dr.methods import METHODS
+from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
+from lab_assets.dr.sweep import load_sweep
 
 LINEAGE_KEYS = {
     "config", "seed", "git_sha", "git_dirty", "code_version", "packages", "device",
@@ -86,7 +88,7 @@ def test_tiny_sweep_end_to_end(lab):
 def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
-    # A new code version for pca, as editing lab_assets/methods/pca.py would give.
+    # A new code version for pca, as editing lab_assets/dr/methods/pca.py would give.
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     states = {c.partition: c.status for c in plan(sweep).cells}
     assert {p for p, s in states.items() if s == STALE} == {p for p in states if "|pca-" in p}

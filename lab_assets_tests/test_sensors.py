@@ -7,11 +7,11 @@ import dagster as dg
 from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._utils.schedules import reverse_cron_string_iterator
 
-from lab_assets.definitions import defs
-from lab_assets.execute import run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
-from lab_assets.sweep import load_sweep
+from lab_assets.defs.definitions import defs
+from lab_assets.runner.execute import run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.defs.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
+from lab_assets.dr.sweep import load_sweep
 
 
 def evaluate(sensor, cursor=None):
@@ -79,7 +79,7 @@ def test_schedule_requests_nothing_when_everything_is_fresh(lab):
 
 
 def test_schedule_requests_only_stale_cells(lab, monkeypatch):
-    from lab_assets.methods import METHODS
+    from lab_assets.dr.methods import METHODS
 
     sweep = _with_schedule(lab)
     run_sweep(sweep, workers=1)

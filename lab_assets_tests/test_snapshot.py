@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.definitions import defs
+from lab_assets.defs.definitions import defs
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
 

@@ -8,7 +8,7 @@ import textwrap
 
 import pandas as pd
 
-from lab_assets import storage
+from lab_assets.core import storage
 
 
 def test_parquet_round_trip_with_provenance(tmp_path):
@@ -34,7 +34,7 @@ def test_writer_killed_mid_write_keeps_the_old_file(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from lab_assets import storage
+        from lab_assets.core import storage
 
         def slow_write(tmp):
             with open(tmp, "wb") as f:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab_assets.datasets import DATASETS
-from lab_assets.methods import METHODS
-from lab_assets.metrics import METRICS
-from lab_assets.sweep import Sweep, SweepError, load_sweep, parse_sweep
+from lab_assets.dr.datasets import DATASETS
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.sweep import Sweep, SweepError, load_sweep, parse_sweep
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
 DATA_KEY = re.compile(r"^(?P<name>[a-z_]+)-(?P<hex>[0-9a-f]{6})~s(?P<seed>\d+)$")

@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.manifold import trustworthiness
 
-from lab_assets.methods import METHODS
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
 
 

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from lab_assets.training import backend, gpt
+from lab_assets.core import backend
+from lab_assets.training import gpt
 
 
 def test_cpu_is_detected_without_accelerator_features(monkeypatch):

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from lab_assets import storage
+from lab_assets.core import storage
 from lab_assets.training import ledger
 
 

@@ -7,9 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lab_assets import storage
-from lab_assets.checkpoints import Checkpoint
-from lab_assets.training import backend, gpt, train
+from lab_assets.core import storage
+from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.core import backend
+from lab_assets.training import gpt, train
 from lab_assets.training.config import TrainConfig
 
 CPU = backend.Backend("cpu", "cpu", "test CPU", None, False, None)

@@ -41,7 +41,7 @@ def _weights(root):
 def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_factory, monkeypatch):
     env = _project(lab, os.environ.copy())
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli", "study", "run", "studies/resume.yaml"],
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "study", "run", "studies/resume.yaml"],
                             cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoints = str(lab / ".lab" / "assets" / "gpt_model" / "*" / "*.ckpt.pt")
     try:
@@ -59,7 +59,7 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_fa
     assert row["status"] == "baseline" and row["steps"] == 120
     assert not glob.glob(checkpoints)  # superseded by the final weights
 
-    from lab_assets.instance import get_instance
+    from lab_assets.runtime.instance import get_instance
 
     instance = get_instance()
     meta = instance.get_latest_materialization_event(dg.AssetKey("gpt_model")).asset_materialization.metadata
@@ -69,7 +69,7 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_fa
     assert "is gone" in (instance.all_logs(runs[1].run_id)[-1].message or "")
 
     ref = tmp_path_factory.mktemp("uninterrupted")
-    out = subprocess.run([sys.executable, "-m", "lab_assets.cli", "study", "run", "studies/resume.yaml", "--json"],
+    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "study", "run", "studies/resume.yaml", "--json"],
                          cwd=ref, env=_project(ref, os.environ.copy()), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     (ref_row,) = json.loads(out.stdout)["rows"]

@@ -117,15 +117,15 @@ def test_command_proposer_failures_are_clear(lab, script, message):
 
 
 def _launch(instance, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
-    from lab_assets.definitions import defs
+    from lab_assets.defs.definitions import defs
 
     return defs.resolve_job_def(request.job_name).execute_in_process(
         instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False)
 
 
 def test_sensor_runs_the_loop_and_survives_restarts(lab):
-    from lab_assets.instance import get_instance
-    from lab_assets.study_sensor import study_loop
+    from lab_assets.runtime.instance import get_instance
+    from lab_assets.defs.study_sensor import study_loop
 
     (lab / "studies").mkdir()
     (lab / "studies" / "tiny.yaml").write_text(TINY_STUDY)

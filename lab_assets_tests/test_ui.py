@@ -4,10 +4,10 @@ launched the way the UI launches it (a GraphQL partition backfill) is materializ
 import subprocess
 
 import dagster as dg
-from lab_assets.execute import run_sweep
-from lab_assets.instance import get_instance
-from lab_assets.k8s import GPU_TAG
-from lab_assets.sweep import load_sweep
+from lab_assets.runner.execute import run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets.core.k8s_resources import GPU_TAG
+from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import graphql, lab_ui, wait_for
 
 PARTITIONS = """query { assetNodeOrError(assetKey: {path: ["embedding"]}) {

@@ -8,7 +8,7 @@ from typing import Annotated
 import pydantic
 from pydantic import Field
 
-from lab_assets.registry import digest
+from lab_assets.core.registry import digest
 
 Positive = Annotated[float, Field(gt=0)]
 

@@ -22,8 +22,8 @@ import pandas as pd
 import pydantic
 from pydantic import Field
 
-from lab_assets.registry import digest
-from lab_assets.settings import resolve_path
+from lab_assets.core.registry import digest
+from lab_assets.core.settings import resolve_path
 
 if TYPE_CHECKING:
     import torch

@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from lab_assets import storage
+from lab_assets.core import storage
 
 ASSET = "study_ledger"
 # The columns of the TSV export, in autoresearch's spirit; the Parquet has these plus the rest.

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from lab_assets.settings import project_dir
+from lab_assets.core.settings import project_dir
 from lab_assets.training.study import Command, Range, Study, StudyError
 
 History = list[dict[str, Any]]  # {"exp", "description", "config", "val_bpb", "status"} per trial

@@ -27,9 +27,9 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import Field
 
-from lab_assets import storage
-from lab_assets.registry import digest
-from lab_assets.sweep import SweepError, _pydantic_lines, yaml_model
+from lab_assets.core import storage
+from lab_assets.core.registry import digest
+from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
 from lab_assets.training.corpus import CorpusConfig
 from lab_assets.training.config import TrainConfig
 
@@ -37,7 +37,7 @@ BUDGET_FIELDS = ("steps", "seconds")
 SEARCHABLE = sorted(set(TrainConfig.model_fields) - set(BUDGET_FIELDS))
 
 
-class StudyError(SweepError):
+class StudyError(InputError):
     """A study file (or a proposal) that cannot be run; the message names the file and field."""
 
     what = "study"
@@ -117,7 +117,7 @@ class Study:
         try:
             return TrainConfig.model_validate({**self.baseline.model_dump(), **overrides})
         except pydantic.ValidationError as e:
-            lines = [line.removeprefix(": ") for line in _pydantic_lines("", e, SEARCHABLE)]  # ": " = whole model
+            lines = [line.removeprefix(": ") for line in pydantic_lines("", e, SEARCHABLE)]  # ": " = whole model
             raise StudyError(f"{where}: " + f"\n{where}: ".join(lines)) from None
 
     def to_json(self) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def parse_study(text: str, source: str) -> Study:
     try:
         baseline = TrainConfig.model_validate({**baseline.model_dump(), "steps": None, **budget})
     except pydantic.ValidationError as e:
-        raise StudyError(f"{source}: " + "; ".join(_pydantic_lines("budget", e, list(BUDGET_FIELDS)))) from None
+        raise StudyError(f"{source}: " + "; ".join(pydantic_lines("budget", e, list(BUDGET_FIELDS)))) from None
     study = Study(spec.name, source, spec.corpus, baseline, spec.search)
     for name, dim in spec.search.space.items():  # every choice must make a valid config
         for value in dim if isinstance(dim, list) else [dim.low, dim.high]:
@@ -187,7 +187,7 @@ class Trial:
 
     def ledger_row(self, run_id: str) -> dict[str, Any]:
         """The row's identity columns; the result columns are added by whoever records it."""
-        from lab_assets.lineage import git_state
+        from lab_assets.core.lineage import git_state
 
         return {
             "exp": self.exp, "description": self.description, "study": self.study, "trial": self.key,

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from lab_assets import checkpoints, storage
-from lab_assets.checkpoints import Checkpoint
-from lab_assets.training import backend as backends
+from lab_assets.core import checkpoints, storage
+from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.core import backend as backends
 from lab_assets.training import gpt
 from lab_assets.training.config import TrainConfig
 from lab_assets.training.corpus import VOCAB_SIZE

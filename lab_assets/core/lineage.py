@@ -1,0 +1,84 @@
+"""Provenance recorded with every materialization: enough to trace a number in a report back to
+the code, configuration, machine and time that produced it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lab_assets.core.registry import package_version
+from lab_assets.core.settings import project_dir
+
+KEY_PACKAGES = ("lab_assets", "dagster", "numpy", "pandas", "pyarrow", "scikit-learn", "scipy")
+
+
+@cache
+def git_state() -> tuple[str, bool]:
+    """(commit SHA, dirty?) of the project folder; ("unknown", False) outside a git checkout."""
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=project_dir(), capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        sha = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+    return sha, dirty
+
+
+def module_version(*files: str) -> str:
+    """Code version of an asset: a digest of the source files that define it."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(Path(f).read_bytes())
+    return h.hexdigest()[:12]
+
+
+@cache
+def device() -> str:
+    # The DR methods of this package run on the CPU; torch-backed methods report their own
+    # accelerator in their metadata.
+    return f"cpu ({platform.machine()}, {os.cpu_count()} cores)"
+
+
+@dataclass
+class Timing:
+    wall_seconds: float = 0.0
+    compute_seconds: float = 0.0
+
+
+@contextmanager
+def timed() -> Iterator[Timing]:
+    """Wall time and this process's CPU time (all its threads) for the enclosed block."""
+    t = Timing()
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield t
+    finally:
+        t.wall_seconds = time.perf_counter() - wall
+        t.compute_seconds = time.process_time() - cpu
+
+
+def provenance(config: dict[str, Any], seed: int | None, code_version: str, packages: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The plain-JSON provenance stored both in Dagster metadata and in the Parquet footer."""
+    sha, dirty = git_state()
+    return {
+        "config": config,
+        "seed": seed,
+        "git_sha": sha,
+        "git_dirty": dirty,
+        "code_version": code_version,
+        "packages": {p: package_version(p) for p in (*KEY_PACKAGES, *packages)},
+        "device": device(),
+    }

@@ -1,0 +1,152 @@
+"""Where every file of the lab lives (asset partitions, key records, reports), written atomically.
+
+The storage root is any fsspec URL: `LAB_STORAGE_URL` (e.g. `s3://bucket/lab`, with options such
+as an S3 endpoint as JSON in `LAB_STORAGE_OPTIONS`), by default the local lab home. Every path
+this module hands out is a string under that root.
+
+Atomicity, so a run killed at any moment leaves either the old complete file or the new one,
+never a torn file that a later run would read as valid:
+- local disk: write a temporary file beside the target ('.<name>.<random>.tmp'), fsync, rename
+  over the target, fsync the directory;
+- object stores: one PUT of the complete bytes; S3-compatible stores make an object visible only
+  once its upload has completed, so a killed writer leaves nothing at the key.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+
+from lab_assets.core.settings import lab_home
+
+
+class MissingAssetError(FileNotFoundError):
+    """An upstream file that should exist does not: materialize its partition (again) first."""
+
+
+def root() -> str:
+    return (os.environ.get("LAB_STORAGE_URL") or str(lab_home())).rstrip("/")
+
+
+@cache
+def _filesystem(url: str, options: str) -> fsspec.AbstractFileSystem:
+    return fsspec.core.url_to_fs(url, **json.loads(options or "{}"))[0]
+
+
+def filesystem() -> fsspec.AbstractFileSystem:
+    return _filesystem(root(), os.environ.get("LAB_STORAGE_OPTIONS", ""))
+
+
+def is_local() -> bool:
+    return isinstance(filesystem(), LocalFileSystem)
+
+
+def url(*parts: str) -> str:
+    return "/".join([root(), *parts])
+
+
+def asset_path(asset: str, partition: str | None = None, suffix: str = ".parquet") -> str:
+    """`assets/<asset>/<data>/<method>.parquet` for a cell, `assets/<asset>/<data>.parquet` for a
+    data key, `assets/<asset>.parquet` when unpartitioned. Multi-partition key strings are
+    `<data>|<method>` (Dagster orders dimensions by name)."""
+    if partition is None:
+        return url("assets", asset + suffix)
+    *dirs, last = partition.split("|")
+    return url("assets", asset, *dirs, last + suffix)
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """Local disk: call `write(tmp)` on a temporary file beside `path`, then move it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> str:
+    path = os.fspath(path)
+    if is_local():
+        atomic_write(Path(filesystem()._strip_protocol(path)), lambda tmp: tmp.write_bytes(data))
+    else:
+        filesystem().pipe_file(path, data)  # a single PUT: all or nothing
+    return path
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    try:
+        return filesystem().cat_file(os.fspath(path))
+    except FileNotFoundError:
+        raise MissingAssetError(f"{path} does not exist: materialize its partition first") from None
+
+
+def exists(path: str | os.PathLike[str]) -> bool:
+    return filesystem().exists(os.fspath(path))
+
+
+def glob(pattern: str) -> list[str]:
+    """Matching paths, as full URLs under the root, sorted. Temporaries ('.'-names) never match."""
+    fs = filesystem()
+    found = fs.glob(pattern)
+    return sorted(found if is_local() else (fs.unstrip_protocol(p) for p in found))
+
+
+def write_parquet(path: str, df: pd.DataFrame, metadata: dict[str, Any] | None = None) -> str:
+    """Write a table with its provenance as JSON in the Parquet footer (readable by any tool)."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if metadata:
+        extra = {b"lab_assets": json.dumps(metadata, sort_keys=True, default=str).encode()}
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return write_bytes(path, buffer.getvalue())
+
+
+def read_parquet(path: str, columns: list[str] | None = None) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(read_bytes(path)), columns=columns)
+
+
+def parquet_provenance(path: str) -> dict[str, Any]:
+    """The provenance JSON written with the table (empty if none)."""
+    meta = pq.read_schema(io.BytesIO(read_bytes(path))).metadata or {}
+    return json.loads(meta.get(b"lab_assets", b"{}"))
+
+
+def write_json(path: str, obj: Any) -> str:
+    return write_bytes(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+
+
+def read_json(path: str) -> Any:
+    return json.loads(read_bytes(path))
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Delete a file (a superseded checkpoint, say); missing is fine."""
+    fs = filesystem()
+    if fs.exists(os.fspath(path)):
+        fs.rm_file(os.fspath(path))

@@ -1,0 +1,227 @@
+"""embedding -> metrics: one (data, method) cell each.
+
+The dataset is computed once per data key; every method's cell reads it through a
+`MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
+"""
+
+import hashlib
+import warnings
+from dataclasses import asdict
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from lab_assets.defs import checks
+from lab_assets.dr import keystore
+from lab_assets.defs.metadata import materialization_metadata
+from lab_assets.core import lineage, storage, tracking
+from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
+from lab_assets.defs.assets.specs import data_version, method_spec, method_version, metric_spec
+from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.defs.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
+
+GROUP = "experiments"
+CODE_VERSION = lineage.module_version(__file__)
+# What an embedding table carries besides its coordinates, so it can be plotted on its own.
+CARRIED_COLUMNS = ["row", "split", "label"]
+# Per-row squared reconstruction error, for methods that can map an embedding back to data space.
+RECONSTRUCTION_COLUMN = "recon_sq_error"
+# Import-time and deprecation chatter says nothing about the cell's result.
+IGNORED_WARNINGS = (ImportWarning, DeprecationWarning, PendingDeprecationWarning)
+
+
+class BadEmbeddingError(ValueError):
+    """A method returned something that is not a finite (n, n_components) array."""
+
+
+def _cell(context: dg.AssetExecutionContext) -> tuple[str, str, str]:
+    keys = context.partition_key.keys_by_dimension
+    return keys["data"], keys["method"], f"{keys['data']}|{keys['method']}"
+
+
+def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:
+    return df[[c for c in df.columns if c.startswith("z")]].to_numpy(dtype=np.float64)
+
+
+CELL_INPUTS = [
+    dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA),
+    dg.AssetDep(method_spec, partition_mapping=CELL_TO_METHOD),
+]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "model",
+            deps=CELL_INPUTS,
+            skippable=True,  # only trainable methods have one
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            kinds={"pytorch"},
+            description="The trained weights of a trainable method (autoencoder), weights-only; "
+            "checkpointed while training and resumed after a crash. Not materialized for other methods.",
+        ),
+        dg.AssetSpec(
+            "embedding",
+            deps=["model", *CELL_INPUTS],
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            kinds={"parquet"},
+            description="The method's output on every row of the dataset (z0..z{d-1} plus row, split, "
+            "label, and recon_sq_error for invertible methods).",
+        ),
+    ],
+    partitions_def=CELL,
+    check_specs=checks.specs("embedding", checks.EMBEDDING_CHECKS),
+    # Subsettable, so a cell of a method without a model is requested as `embedding` alone: an
+    # asset backfill counts a requested partition that was skipped as failed (Dagster 1.13.22+).
+    can_subset=True,
+)
+def model_and_embedding(context: dg.AssetExecutionContext):
+    """Fit the cell's method (training and storing a model where it has one), then embed every
+    row. One step: fitting and embedding share the fitted estimator in memory."""
+    data_key, method_key, cell = _cell(context)
+    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
+    entry = METHODS[method.method]
+    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    X = features(table)
+    estimator = entry(data.seed, **method.params)
+    trainable = entry.trainable
+    if trainable and dg.AssetKey("model") not in context.selected_asset_keys:
+        raise ValueError(
+            f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`"
+        )
+    with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if trainable:
+            # A checkpoint of other code, parameters or data is never resumed.
+            version = f"{method_version(method)}|{data_version(data)}|{CODE_VERSION}"
+            checkpoint = Checkpoint(storage.asset_path("model", cell, ".ckpt.pt"), version, estimator.checkpoint_every)
+            estimator.fit(X[(table["split"] == "train").to_numpy()], checkpoint=checkpoint)
+            Z = estimator.transform(X)
+        else:
+            Z = estimator.fit_transform(X)
+        Z = np.asarray(Z, dtype=np.float64)
+    # Library warnings (a disconnected kNN graph, say) belong with the cell they concern.
+    notes = sorted(
+        {f"{w.category.__name__}: {w.message}" for w in caught if not issubclass(w.category, IGNORED_WARNINGS)}
+    )
+    for note in notes:
+        context.log.warning(note)
+    if Z.ndim != 2 or Z.shape[0] != len(X) or not np.isfinite(Z).all():
+        raise BadEmbeddingError(
+            f"cell {cell}: {method.method} returned shape {Z.shape} with "
+            f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
+        )
+    prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
+    if trainable:
+        yield _model_result(estimator, cell, prov, t)
+    if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
+        return
+    df = table[CARRIED_COLUMNS].copy()
+    for j in range(Z.shape[1]):
+        df[f"z{j}"] = Z[:, j]
+    if entry.invertible:
+        df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
+    path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
+    yield dg.MaterializeResult(
+        asset_key="embedding",
+        metadata=materialization_metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
+        data_version=content_version(df),
+        check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
+    )
+
+
+def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.MaterializeResult:
+    weights = estimator.weights()
+    path = storage.write_bytes(storage.asset_path("model", cell, ".pt"), weights)
+    return dg.MaterializeResult(
+        asset_key="model",
+        metadata=materialization_metadata(
+            prov,
+            t,
+            len(estimator.losses),
+            path,
+            parameters=estimator.n_parameters,
+            device=str(estimator.device),
+            epochs=len(estimator.losses),
+            resumed_from_epoch=estimator.resumed_from,
+            final_loss=float(estimator.losses[-1]),
+            loss_curve=dg.MetadataValue.json([round(v, 6) for v in estimator.losses]),
+        ),
+        data_version=dg.DataVersion(hashlib.sha256(weights).hexdigest()[:16]),
+    )
+
+
+@dg.asset(
+    partitions_def=CELL,
+    deps=["embedding", dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA), metric_spec],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+    check_specs=checks.specs("metrics", checks.METRIC_CHECKS),
+)
+def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """One row per cell: every metric the cell's sweeps ask for, at every k, from one shared
+    kNN search of the data and one of the embedding."""
+    data_key, method_key, cell = _cell(context)
+    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
+    cell_sweeps = keystore.sweeps_containing(data_key, method_key)
+    suite = keystore.metric_suite(cell_sweeps)
+    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    X = features(table)
+    labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
+    emb = storage.read_parquet(storage.asset_path("embedding", cell))
+    recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
+    k_max = max((m.params.get("k", 0) for m in suite), default=0)
+    values: dict[str, float] = {}
+    not_applicable: dict[str, str] = {}
+    sampled: dict[str, dict] = {}  # quadratic metrics computed on a seeded sample: of what
+    from lab_assets.dr.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
+
+    with lineage.timed() as t:
+        neighborhoods = Neighborhoods(
+            X, embedding_coordinates(emb), k_max, labels=labels, seed=data.seed,
+            split=table["split"].to_numpy(), reconstruction=recon,
+        )
+        for m in suite:
+            neighborhoods.sampled = None
+            try:
+                values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
+            except NotApplicable as reason:  # recorded as null, with why: not a failure
+                values[m.column], not_applicable[m.column] = float("nan"), str(reason)
+            if neighborhoods.sampled:
+                sampled[m.column] = neighborhoods.sampled
+    sha, dirty = lineage.git_state()
+    row = {
+        "partition": cell,
+        "data": data_key,
+        "method": method_key,
+        "dataset": data.dataset,
+        "method_name": method.method,
+        "seed": data.seed,
+        "n": len(X),
+        "git_sha": sha,
+        "git_dirty": dirty,
+        **values,
+    }
+    df = pd.DataFrame([row])
+    prov = lineage.provenance({"metrics": [m.column for m in suite]}, data.seed, CODE_VERSION)
+    path = storage.write_parquet(storage.asset_path("metrics", cell), df, prov)
+    sweeps = sorted(s.name for s in cell_sweeps)
+    run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
+    wandb = tracking.track_cell(cell, sweeps, run_config, values)
+    if "wandb_error" in wandb:
+        context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
+    return dg.MaterializeResult(
+        metadata=materialization_metadata(
+            prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()},
+            not_applicable=dg.MetadataValue.json(not_applicable),
+            subsampled=dg.MetadataValue.json(sampled), **wandb,
+        ),
+        data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
+        check_results=checks.check_metrics(suite, values, not_applicable),
+    )

@@ -1,0 +1,130 @@
+"""metric_table -> report: results consolidated across cells, and per-sweep reports.
+
+`metric_table` holds every materialized cell's metric row (the lab's results table, queryable
+with pandas or DuckDB). `report` is partitioned by sweep: it selects that sweep's cells and
+writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/reports/<sweep>/`.
+"""
+
+import base64
+from datetime import timedelta
+
+import dagster as dg
+import pandas as pd
+
+from lab_assets.dr import keystore
+from lab_assets.defs.metadata import materialization_metadata
+from lab_assets.core import lineage, storage
+from lab_assets.defs.assets.datasets import content_version
+from lab_assets.defs.assets.experiments import metrics
+from lab_assets.defs.partitions import SWEEP
+from lab_assets.core.registry import source_file
+from lab_assets.dr.sweep import Sweep
+
+GROUP = "reports"
+CODE_VERSION = lineage.module_version(__file__, source_file("lab_assets.dr.figures"))
+ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "n", "git_sha", "git_dirty"]
+
+
+def read_metric_rows() -> pd.DataFrame:
+    files = storage.glob(storage.url("assets", "metrics", "*", "*.parquet"))
+    if not files:
+        return pd.DataFrame(columns=ID_COLUMNS)
+    table = pd.concat([storage.read_parquet(f) for f in files], ignore_index=True)
+    metric_cols = sorted(c for c in table.columns if c not in ID_COLUMNS)
+    return table[ID_COLUMNS + metric_cols]
+
+
+# Asset-level freshness (Dagster's is per asset, not per partition): with nightly sweep
+# schedules the consolidated tables are rebuilt at least daily; older than that, the UI warns,
+# then fails. Per-cell freshness is staleness instead: `lab sweep plan` / the stale badges.
+TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=48), warn_window=timedelta(hours=26))
+
+
+@dg.asset(
+    deps=[metrics],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+    freshness_policy=TABLE_FRESHNESS,
+)
+def metric_table() -> dg.MaterializeResult:
+    """Every materialized cell's metrics in one table; each row names its partition and git SHA."""
+    with lineage.timed() as t:
+        table = read_metric_rows()
+    prov = lineage.provenance({"cells": len(table)}, None, CODE_VERSION)
+    path = storage.write_parquet(storage.asset_path("metric_table"), table, prov)
+    return dg.MaterializeResult(
+        metadata=materialization_metadata(prov, t, len(table), path), data_version=content_version(table)
+    )
+
+
+def report_dir(sweep_name: str) -> str:
+    return storage.url("reports", sweep_name)
+
+
+def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's rows, with readable dataset/method labels, its requested metric columns."""
+    cells = set(f"{d}|{m}" for d, m in sweep.cells)
+    rows = table[table["partition"].isin(cells)].copy()
+    wanted = [m.column for m in sweep.metrics if m.column in rows.columns]
+    rows["dataset_label"] = rows["data"].str.replace(r"~s\d+$", "", regex=True)
+    return rows[["partition", "dataset_label", "method", "seed", "n", "git_sha", *wanted]].sort_values(
+        ["dataset_label", "method", "seed"]
+    )
+
+
+def write_report(sweep: Sweep) -> dict[str, str]:
+    """The report files of one sweep, from the current metric table and embeddings."""
+    out = report_dir(sweep.name)
+    table = sweep_table(sweep, storage.read_parquet(storage.asset_path("metric_table")))
+    markdown = table.drop(columns=["git_sha"]).to_markdown(index=False, floatfmt=".4f")
+    paths = {
+        "parquet": storage.write_parquet(f"{out}/metrics.parquet", table),
+        "csv": storage.write_bytes(f"{out}/metrics.csv", table.to_csv(index=False).encode()),
+        "markdown": storage.write_bytes(f"{out}/metrics.md", (markdown + "\n").encode()),
+    }
+    first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
+    panels = {}
+    for d, m in sweep.cells:
+        path = storage.asset_path("embedding", f"{d}|{m}")
+        if d in first_seed and storage.exists(path):
+            panels[(d, m)] = storage.read_parquet(path)
+    from lab_assets.dr import figures  # matplotlib: only where a report is drawn
+
+    paths["embeddings"] = figures.embeddings_grid(panels, f"{out}/embeddings.png")
+    paths["metric_curves"] = figures.metric_curves(table, f"{out}/metrics_vs_k.png")
+    return paths
+
+
+def _inline_png(title: str, path: str) -> dg.MetadataValue:
+    encoded = base64.b64encode(storage.read_bytes(path)).decode()
+    return dg.MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{encoded})")
+
+
+@dg.asset(
+    partitions_def=SWEEP,
+    deps=[metric_table, dg.AssetDep("embedding", partition_mapping=dg.AllPartitionMapping())],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet", "csv", "markdown", "png"},
+    freshness_policy=TABLE_FRESHNESS,
+)
+def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """A sweep's metric table (Parquet, CSV, Markdown) and figures."""
+    sweep = keystore.sweep(context.partition_key)
+    with lineage.timed() as t:
+        paths = write_report(sweep)
+    table = storage.read_parquet(paths["parquet"])
+    prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
+    return dg.MaterializeResult(
+        metadata={
+            **materialization_metadata(prov, t, len(table), report_dir(sweep.name)),
+            "cells": f"{len(table)} of {len(sweep.cells)}",
+            "table": dg.MetadataValue.md(storage.read_bytes(paths["markdown"]).decode()),
+            # Inline, so the figures show in the UI's materialization view without file access.
+            "embeddings": _inline_png("Embeddings (first seed), coloured by label", paths["embeddings"]),
+            "metrics_vs_k": _inline_png("Metrics vs k (mean, min-max over seeds)", paths["metric_curves"]),
+            **{f"{name}_path": dg.MetadataValue.path(p) for name, p in paths.items()},
+        },
+        data_version=content_version(table),
+    )

@@ -1,0 +1,41 @@
+"""Everything Dagster loads: assets, jobs, sensors. `dagster dev`, `lab` and the tests all start here."""
+
+import os
+
+import dagster as dg
+
+from lab_assets.defs.assets.datasets import dataset, raw_dataset
+from lab_assets.defs.assets.experiments import metrics, model_and_embedding
+from lab_assets.defs.assets.reports import metric_table, report
+from lab_assets.defs.assets.specs import SPECS
+from lab_assets.defs.assets.training import TRAINING_ASSETS
+from lab_assets.defs.sensors import SENSORS
+from lab_assets.defs.study_sensor import corpus_job, gpt_model_job, study_loop
+
+# The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
+datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
+cells_job = dg.define_asset_job("materialize_cells", selection=[model_and_embedding, metrics])
+metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
+report_job = dg.define_asset_job("materialize_report", selection=[report])
+
+
+def executor() -> dg.ExecutorDefinition:
+    """Chosen by configuration, never by editing code: LAB_EXECUTOR=k8s on a cluster (every step
+    its own pod, dagster-k8s), in-process otherwise (a cell's two steps share one process, which
+    is what keeps small cells cheap)."""
+    choice = os.environ.get("LAB_EXECUTOR", "in_process")
+    if choice == "k8s":
+        from dagster_k8s import k8s_job_executor
+
+        return k8s_job_executor
+    if choice == "in_process":
+        return dg.in_process_executor
+    raise ValueError(f"LAB_EXECUTOR={choice!r}: allowed values are 'in_process' and 'k8s'")
+
+
+defs = dg.Definitions(
+    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, *TRAINING_ASSETS],
+    jobs=[datasets_job, cells_job, metric_table_job, report_job, corpus_job, gpt_model_job],
+    sensors=[*SENSORS, study_loop],
+    executor=executor(),
+)

@@ -1,0 +1,149 @@
+"""Which partitions of a sweep are fresh, stale or missing, read from Dagster's own records.
+
+The answer comes from Dagster's stale-status resolver (the one behind the UI's "stale" badges),
+plus one check the resolver cannot make yet: a spec whose current version differs from the last
+observed one (edited method code, a changed user file) marks its cells stale before it has been
+observed. Nothing here writes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import dagster as dg
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.temporal_context import TemporalContext
+from dagster._time import get_current_datetime
+
+from lab_assets.dr import keystore
+from lab_assets.defs.assets import specs
+from lab_assets.defs.partitions import cell_key
+from lab_assets.dr.sweep import Sweep
+
+MISSING, STALE, FRESH = "missing", "stale", "fresh"
+_RANK = {FRESH: 0, STALE: 1, MISSING: 2}
+_FROM_DAGSTER = {StaleStatus.MISSING: MISSING, StaleStatus.STALE: STALE, StaleStatus.FRESH: FRESH}
+
+
+@dataclass
+class Status:
+    status: str
+    reason: str = ""
+
+
+@dataclass
+class CellPlan:
+    data: str
+    method: str
+    status: str
+    reason: str = ""
+
+    @property
+    def partition(self) -> str:
+        return f"{self.data}|{self.method}"
+
+
+@dataclass
+class SweepPlan:
+    sweep: Sweep
+    datasets: dict[str, Status]
+    cells: list[CellPlan]
+    report: Status
+    counts: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, FRESH)}
+
+    def pending_data(self) -> list[str]:
+        return [k for k, s in self.datasets.items() if s.status != FRESH]
+
+    def pending_cells(self) -> list[CellPlan]:
+        return [c for c in self.cells if c.status != FRESH]
+
+    def to_json(self) -> dict:
+        return {
+            "sweep": self.sweep.name,
+            "source": self.sweep.source,
+            "counts": self.counts,
+            "datasets": {k: asdict(s) for k, s in self.datasets.items()},
+            "methods": {m.key: {"method": m.method, "params": m.params} for m in self.sweep.methods},
+            "data": {d.key: {"dataset": d.dataset, "params": d.params, "seed": d.seed} for d in self.sweep.data},
+            "metrics": [m.column for m in self.sweep.metrics],
+            "cells": [asdict(c) | {"partition": c.partition} for c in self.cells],
+            "report": asdict(self.report),
+        }
+
+
+def _worst(*statuses: Status) -> Status:
+    return max(statuses, key=lambda s: _RANK[s.status])
+
+
+class _Resolver:
+    """Dagster's stale-status resolver for one consistent look at the instance."""
+
+    def __init__(self, instance: dg.DagsterInstance, graph):
+        view = AssetGraphView(
+            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+            instance=instance,
+            asset_graph=graph,
+        )
+        self._r = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+
+    def status(self, asset: str, partition: str | dg.MultiPartitionKey | None) -> Status:
+        key = dg.AssetKey(asset)
+        status = _FROM_DAGSTER[self._r.get_status(key, partition)]
+        if status == STALE:
+            causes = self._r.get_stale_root_causes(key, partition)
+            reason = "; ".join(sorted({f"{c.key.asset_key.to_user_string()} {c.reason}" for c in causes}))
+            return Status(STALE, reason)
+        return Status(status, "never materialized" if status == MISSING else "")
+
+    def observed(self, asset: str, partition: str | None = None) -> str | None:
+        return self._r.get_current_data_version(dg.AssetKey(asset), partition).value
+
+
+def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
+    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`."""
+    r = _Resolver(instance, asset_graph)
+    known_data = set(instance.get_dynamic_partitions("data"))
+    known_methods = set(instance.get_dynamic_partitions("method"))
+
+    others = [s for s in keystore.sweeps() if s.name != sweep.name]
+    metrics_drift = r.observed("metric_spec") != specs.metric_suite_version([*others, sweep])
+    data_drift = {d.key for d in sweep.data if d.key in known_data and r.observed("data_spec", d.key) != specs.data_version(d)}
+    method_drift = {
+        m.key for m in sweep.methods if m.key in known_methods and r.observed("method_spec", m.key) != specs.method_version(m)
+    }
+
+    datasets: dict[str, Status] = {}
+    for d in sweep.data:
+        if d.key not in known_data:
+            datasets[d.key] = Status(MISSING, "new data key")
+        elif d.key in data_drift:
+            datasets[d.key] = Status(STALE, "dataset code, libraries or input file changed")
+        else:
+            datasets[d.key] = _worst(r.status("raw_dataset", d.key), r.status("dataset", d.key))
+
+    cells = []
+    for d, m in sweep.cells:
+        if d not in known_data or m not in known_methods:
+            status = Status(MISSING, "new partition key")
+        elif datasets[d].status != FRESH:
+            status = Status(MISSING if datasets[d].status == MISSING else STALE, f"dataset {datasets[d].status}")
+        elif m in method_drift:
+            status = Status(STALE, "method code, libraries or parameters changed")
+        else:
+            key = cell_key(d, m)
+            status = _worst(r.status("embedding", key), r.status("metrics", key))
+            if status.status == FRESH and metrics_drift:
+                status = Status(STALE, "metric suite changed")
+        cells.append(CellPlan(d, m, status.status, status.reason))
+
+    if sweep.name not in set(instance.get_dynamic_partitions("sweep")):
+        report = Status(MISSING, "new sweep")
+    elif any(c.status != FRESH for c in cells):
+        report = Status(STALE, "cells pending")
+    else:
+        report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
+    return SweepPlan(sweep, datasets, cells, report)

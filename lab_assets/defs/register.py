@@ -1,0 +1,24 @@
+"""What makes a sweep's cells exist: key records, Dagster's dynamic partitions, spec versions."""
+
+import dagster as dg
+
+from lab_assets.dr import keystore
+from lab_assets.defs.assets.specs import record_observations
+from lab_assets.dr.sweep import Sweep
+
+
+def register(instance: dg.DagsterInstance, sweep: Sweep) -> None:
+    """Idempotent and cheap when nothing changed (`lab sweep run`, the sensors and `lab report`
+    all call it): records what each key means, adds new keys to the `data`, `method` and
+    `sweep` partitions, and observes spec versions that changed."""
+    keystore.save_sweep(sweep)
+    for dim, keys in (
+        ("data", [d.key for d in sweep.data]),
+        ("method", [m.key for m in sweep.methods]),
+        ("sweep", [sweep.name]),
+    ):
+        existing = set(instance.get_dynamic_partitions(dim))
+        new = [k for k in keys if k not in existing]
+        if new:
+            instance.add_dynamic_partitions(dim, new)
+    record_observations(instance)

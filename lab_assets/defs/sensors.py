@@ -1,0 +1,123 @@
+"""Sensors that keep sweeps up to date with nobody at a terminal.
+
+- `sweep_registry`: a new or edited file under `<project>/sweeps/` has its partition keys
+  registered (and its specs observed), so it appears in the UI without restarting anything.
+- `sweep_schedules`: each sweep with `schedule: "<cron>"` gets, at every cron tick, one backfill
+  of exactly its missing or stale partitions (nothing when all is fresh). It is a sensor rather
+  than a Dagster schedule because only sensors can request a backfill, and a backfill is what
+  orders the work (datasets before the cells that read them) and shows in the UI as one unit.
+  A tick is handled once (the cursor keeps the last one), and no second backfill is requested
+  while the sweep's previous one is still running, so firing twice never floods the queue.
+"""
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.events import AssetKeyPartitionKey
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+from dagster._utils.schedules import reverse_cron_string_iterator
+
+from lab_assets.dr.methods import METHODS
+from lab_assets.defs.register import register
+from lab_assets.defs.partitions import cell_key
+from lab_assets.defs.plan import FRESH, SweepPlan, make_plan
+from lab_assets.core.settings import project_dir
+from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
+
+SWEEP_TAG = "lab_assets/sweep"
+SCHEDULE_TIMEZONE = "UTC"
+
+
+def sweep_files() -> list[Path]:
+    return sorted((project_dir() / "sweeps").glob("*.yaml"))
+
+
+def _parse(path: Path) -> Sweep:
+    return parse_sweep(path.read_text(), str(path.relative_to(project_dir())))
+
+
+@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
+def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """Registers the partition keys of new or edited sweep files."""
+    seen: dict[str, str] = json.loads(context.cursor or "{}")
+    changed = []
+    for path in sweep_files():
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if seen.get(path.name) == digest:
+            continue
+        seen[path.name] = digest  # a broken file is reported once, not every 30 s
+        try:
+            register(context.instance, _parse(path))
+        except SweepError as e:
+            context.log.error(str(e))
+            continue
+        changed.append(path.name)
+    if not changed:
+        return dg.SensorResult(skip_reason="no new or edited sweep file", cursor=json.dumps(seen))
+    # Registration is the whole job (no run to launch), so the tick says what it registered.
+    return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
+
+
+def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
+    """Exactly the plan's missing or stale partitions, plus the tables they feed."""
+    wanted = set()
+    for data in plan.pending_data():
+        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), data) for a in ("raw_dataset", "dataset")}
+    # Only trainable methods have a `model`: a requested partition that a run skips would count
+    # as failed in the backfill.
+    trainable = {m.key for m in plan.sweep.methods if METHODS[m.method].trainable}
+    for cell in plan.pending_cells():
+        key = cell_key(cell.data, cell.method)
+        assets = ("model", "embedding", "metrics") if cell.method in trainable else ("embedding", "metrics")
+        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in assets}
+    if wanted or plan.report.status != FRESH:
+        wanted.add(AssetKeyPartitionKey(dg.AssetKey("metric_table"), None))
+        wanted.add(AssetKeyPartitionKey(dg.AssetKey("report"), plan.sweep.name))
+    return AssetGraphSubset.from_asset_partition_set(wanted, asset_graph)
+
+
+def _backfill_running(instance: dg.DagsterInstance, sweep: str) -> bool:
+    active = BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED], tags={SWEEP_TAG: sweep})
+    return instance.get_backfills_count(filters=active) > 0
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """At each sweep's cron tick, requests one backfill of its missing or stale partitions."""
+    last_tick: dict[str, float] = json.loads(context.cursor or "{}")
+    now = time.time()
+    requests = []
+    for path in sweep_files():
+        try:
+            sweep = _parse(path)
+        except SweepError:
+            continue  # sweep_registry reports it
+        if not sweep.schedule:
+            continue
+        tick = next(reverse_cron_string_iterator(now, sweep.schedule, SCHEDULE_TIMEZONE)).timestamp()
+        if sweep.name not in last_tick:
+            last_tick[sweep.name] = tick  # first sight: start with the next tick, not a past one
+            continue
+        if tick <= last_tick[sweep.name]:
+            continue
+        last_tick[sweep.name] = tick
+        if _backfill_running(context.instance, sweep.name):
+            context.log.info(f"{sweep.name}: previous backfill still running; tick skipped")
+            continue
+        register(context.instance, sweep)
+        graph = context.repository_def.asset_graph
+        plan = make_plan(sweep, context.instance, graph)
+        subset = pending_subset(plan, graph)
+        if subset.is_empty:
+            context.log.info(f"{sweep.name}: everything fresh")
+            continue
+        context.log.info(f"{sweep.name}: backfill of {len(plan.pending_data())} datasets, {len(plan.pending_cells())} cells")
+        requests.append(dg.RunRequest.for_asset_graph_subset(subset, tags={SWEEP_TAG: sweep.name}))
+    return dg.SensorResult(run_requests=requests, cursor=json.dumps(last_tick))
+
+
+SENSORS = [sweep_registry, sweep_schedules]

@@ -1,0 +1,193 @@
+"""The study loop, one step at a time: propose -> register the trial key -> launch -> the
+trial's row in the ledger says keep/discard/crash -> propose again.
+
+`advance` looks only at the ledger and at Dagster's run records (runs tagged with the study),
+so it can be called by the `study_loop` sensor every 30 s, by `lab study run` in a loop, or
+after a restart of either, and it neither loses nor duplicates a trial:
+- a run of the study still in progress: wait (trials are sequential: each proposal sees the
+  previous result);
+- a trial whose run failed without a ledger row (killed, out of memory): launch it again, once
+  (it resumes from its checkpoint); after MAX_ATTEMPTS, record a `crash` row and move on;
+- otherwise propose trial number len(ledger) (exp0 is the baseline). Proposals are a function of
+  the ledger, and run keys are `<study>:<trial key>:<attempt>`, so a sensor evaluated twice
+  before its run started asks Dagster for the same run key (which Dagster launches once).
+
+A run executed by `lab study run` in its own process carries a `lab_assets/pid` tag; if that
+process is gone while the run still reads as started (SIGKILL, power loss), the run is marked
+failed here. Runs launched by the daemon are watched by Dagster's run monitoring instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from lab_assets.core import storage
+from lab_assets.defs.partitions import trial_cell_key
+from lab_assets.training import ledger, proposers
+from lab_assets.training.study import Study, Trial, description, save, trial as trial_record
+
+STUDY_TAG, KIND_TAG, TRIAL_TAG, EXP_TAG, PID_TAG = (
+    "lab_assets/study", "lab_assets/kind", "lab_assets/trial", "lab_assets/exp", "lab_assets/pid",
+)
+CORPUS_JOB, TRIAL_JOB = "materialize_corpus", "materialize_gpt_model"
+MAX_ATTEMPTS = 2  # a killed trial is retried once (resuming), then recorded as a crash
+POLL_SECONDS = 5.0
+
+
+@dataclass
+class Launch:
+    job: str
+    partition_key: str | dg.MultiPartitionKey
+    run_key: str
+    tags: dict[str, str]
+
+
+@dataclass
+class Progress:
+    study: str
+    done: int
+    total: int
+    best: dict[str, Any] | None
+    state: str
+    launch: Launch | None = None
+    finished: bool = False
+
+    def heartbeat(self) -> dict[str, Any]:
+        return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "state": self.state,
+                "trials": f"{self.done}/{self.total}", "best": self.best, "finished": self.finished}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_tag() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def fail_orphans(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> int:
+    """Mark failed the unfinished runs whose `lab study run` process on this host is gone."""
+    failed = 0
+    for run in runs:
+        owner = run.tags.get(PID_TAG)
+        if run.is_finished or not owner:
+            continue
+        host, pid = owner.rsplit(":", 1)
+        if host == socket.gethostname() and not _alive(int(pid)):
+            instance.report_run_failed(run, f"its process {pid} on {host} is gone (killed or crashed)")
+            failed += 1
+    return failed
+
+
+def best(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    kept = [r for r in rows if r["status"] in ("baseline", "keep") and r["val_bpb"] is not None]
+    if not kept:
+        return None
+    top = min(kept, key=lambda r: r["val_bpb"])
+    return {"exp": top["exp"], "val_bpb": top["val_bpb"], "description": top["description"]}
+
+
+def history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The latest row per trial, in experiment order: what proposers see."""
+    latest = {r["trial"]: r for r in rows}
+    return sorted(
+        ({"exp": r["exp"], "description": r["description"], "config": json.loads(r["config"]),
+          "val_bpb": r["val_bpb"], "status": r["status"]} for r in latest.values()),
+        key=lambda h: h["exp"],
+    )
+
+
+def _add_partition(instance: dg.DagsterInstance, dimension: str, key: str) -> None:
+    if not instance.has_dynamic_partition(dimension, key):
+        instance.add_dynamic_partitions(dimension, [key])
+
+
+def _trial_launch(study: Study, trial: Trial, attempt: int) -> Launch:
+    return Launch(
+        TRIAL_JOB, trial_cell_key(trial.corpus, trial.key), f"{study.name}:{trial.key}:{attempt}",
+        {STUDY_TAG: study.name, KIND_TAG: "trial", TRIAL_TAG: trial.key, EXP_TAG: str(trial.exp)},
+    )
+
+
+def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
+    """The study's state and, when it is time, the one run to launch next."""
+    save(study)
+    _add_partition(instance, "study", study.name)
+    _add_partition(instance, "corpus", study.corpus.key)
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))  # newest first
+    if fail_orphans(instance, runs):
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))
+    rows = ledger.rows(study.name)
+
+    def progress(state: str, launch: Launch | None = None, finished: bool = False) -> Progress:
+        return Progress(study.name, len({r["trial"] for r in rows}), study.total_trials, best(rows), state, launch, finished)
+
+    running = [r for r in runs if not r.is_finished]
+    if running:
+        what = running[0].tags.get(TRIAL_TAG, running[0].tags.get(KIND_TAG, "?"))
+        return progress(f"waiting for run {running[0].run_id[:8]} ({what})")
+
+    if not storage.exists(storage.asset_path("corpus", study.corpus.key)):
+        attempts = sum(r.tags.get(KIND_TAG) == "corpus" for r in runs)
+        if attempts >= MAX_ATTEMPTS:
+            return progress(f"corpus {study.corpus.key} failed {attempts} times: see its runs", finished=True)
+        tags = {STUDY_TAG: study.name, KIND_TAG: "corpus"}
+        return progress("building the corpus", Launch(CORPUS_JOB, study.corpus.key, f"{study.name}:corpus:{study.corpus.key}:{attempts}", tags))
+
+    last = next((r for r in runs if r.tags.get(KIND_TAG) == "trial"), None)
+    recorded = {r["trial"] for r in rows}
+    if last is not None and last.status != dg.DagsterRunStatus.SUCCESS and last.tags[TRIAL_TAG] not in recorded:
+        trial = trial_record(last.tags[TRIAL_TAG])
+        attempts = sum(r.tags.get(TRIAL_TAG) == trial.key for r in runs)
+        if attempts < MAX_ATTEMPTS:
+            return progress(f"relaunching exp{trial.exp} (resumes from its checkpoint)", _trial_launch(study, trial, attempts))
+        error = f"run {last.run_id} ended {last.status.value} {attempts} times without a result"
+        rows.append(ledger.append(study.name, {**trial.ledger_row(last.run_id), "status": "crash", "error": error}, trial.noise))
+
+    n = len({r["trial"] for r in rows})
+    if n >= study.total_trials:
+        return progress("done", finished=True)
+    overrides = {} if n == 0 else proposers.propose(study, history(rows))
+    if overrides is None:
+        return progress("done: the grid is exhausted", finished=True)
+    config = study.config(overrides, f"{study.source}: proposal for exp{n}")
+    trial = Trial(study.name, n, study.corpus.key, config, description(study.baseline, config), study.search.noise)
+    save(study, trial)
+    _add_partition(instance, "trial", trial.key)
+    return progress(f"launching exp{n} ({trial.description})", _trial_launch(study, trial, 0))
+
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+def run_study(instance: dg.DagsterInstance, study: Study, on_progress: Callable[[Progress], None] = lambda p: None) -> Progress:
+    """`lab study run`: advance until finished, executing each launch here as a Dagster run
+    (visible in the UI like any other); waits while another process's run is in progress."""
+    from lab_assets.defs.definitions import defs
+
+    while True:
+        p = advance(instance, study)
+        on_progress(p)
+        if p.finished:
+            return p
+        if p.launch is None:
+            time.sleep(POLL_SECONDS)
+            continue
+        defs.resolve_job_def(p.launch.job).execute_in_process(
+            instance=instance, partition_key=p.launch.partition_key, run_config=QUIET,
+            tags={**p.launch.tags, PID_TAG: owner_tag()}, raise_on_error=False,
+        )

@@ -1,0 +1,71 @@
+"""`study_loop`: the autonomous search, driven by Dagster. Every 30 s, for each study file under
+`<project>/studies/`, one `loop.advance` step: launch the next trial (or the corpus, or a retry)
+when nothing of the study is running. Stopped by default: a search spends compute for hours, so
+it starts when someone turns it on in the UI (Automation -> study_loop), or runs in a terminal
+with `lab study run`.
+
+Progress is visible without opening a log: the sensor's cursor holds each study's heartbeat
+(time, state, trials done, best so far), and each change of a ledger is recorded as an
+observation of `study_ledger[<study>]` whose metadata holds the table. The cursor is for display
+only; what the loop does next is decided from the ledger and the run records.
+"""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_TAG, extract_data_version_from_entry
+
+from lab_assets.defs.assets.training import corpus, gpt_model, ledger_version
+from lab_assets.core.settings import project_dir
+from lab_assets.training import ledger
+from lab_assets.defs import study_loop as loop
+from lab_assets.training.study import StudyError, parse_study
+
+corpus_job = dg.define_asset_job(loop.CORPUS_JOB, selection=[corpus])
+gpt_model_job = dg.define_asset_job(loop.TRIAL_JOB, selection=[gpt_model])
+
+
+def study_files() -> list[Path]:
+    return sorted((project_dir() / "studies").glob("*.yaml"))
+
+
+def observe_ledger(instance: dg.DagsterInstance, p: loop.Progress) -> bool:
+    """Record an observation of the study's ledger if it changed since the last one."""
+    key, version = dg.AssetKey("study_ledger"), ledger_version(p.study)
+    record = instance.get_latest_data_version_record(key, True, p.study)
+    last = extract_data_version_from_entry(record.event_log_entry) if record else None
+    if last is not None and last.value == version:
+        return False
+    table = ledger.tsv(ledger.rows(p.study)).splitlines()
+    markdown = "\n".join("| " + " | ".join(line.split("\t")) + " |" for line in table[:1] + ["\t".join(["---"] * len(ledger.TSV_COLUMNS))] + table[1:])
+    instance.report_runless_asset_event(dg.AssetObservation(
+        asset_key=key, partition=p.study, tags={DATA_VERSION_TAG: version},
+        metadata={"trials": f"{p.done}/{p.total}", "state": p.state, "best": dg.MetadataValue.json(p.best or {}),
+                  "ledger": dg.MetadataValue.md(markdown), "tsv": dg.MetadataValue.path(ledger.path(p.study, ".tsv"))},
+    ))
+    return True
+
+
+@dg.sensor(jobs=[corpus_job, gpt_model_job], minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.STOPPED)
+def study_loop(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """Runs each study's propose -> launch -> record loop, one trial at a time."""
+    heartbeat, requests = {}, []
+    for path in study_files():
+        try:
+            study = parse_study(path.read_text(), str(path.relative_to(project_dir())))
+            p = loop.advance(context.instance, study)
+        except StudyError as e:  # a broken file or a failing proposer: say so, keep the others going
+            context.log.error(str(e))
+            heartbeat[path.name] = {"error": str(e)}
+            continue
+        observe_ledger(context.instance, p)
+        heartbeat[study.name] = p.heartbeat()
+        if p.launch is not None:
+            l = p.launch
+            requests.append(dg.RunRequest(job_name=l.job, partition_key=l.partition_key, run_key=l.run_key, tags=l.tags))
+    cursor = json.dumps(heartbeat, sort_keys=True)
+    if requests:
+        return dg.SensorResult(run_requests=requests, cursor=cursor)
+    states = "; ".join(f"{name}: {h.get('state', h.get('error'))}" for name, h in heartbeat.items())
+    return dg.SensorResult(skip_reason=states or "no study file under studies/", cursor=cursor)

@@ -1,0 +1,8 @@
+"""Datasets registry: one function per dataset, `fn(rng, *, params...) -> Raw`."""
+
+from lab_assets.dr.datasets.raw import Raw
+from lab_assets.core.registry import Registry
+
+DATASETS = Registry("dataset", __name__)
+
+__all__ = ["DATASETS", "Raw"]

@@ -1,0 +1,216 @@
+"""Sweep files: validation, grid expansion and partition keys.
+
+A sweep names datasets, methods and metrics with their parameters; any list expands as a grid.
+Every (dataset config, seed) becomes a `data` key, every method config a `method` key, and each
+key is `<name>-<digest of the full parameters>` so that an edited config gets a new key instead
+of silently overwriting an old result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import Field
+
+from lab_assets.dr.datasets import DATASETS
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.metrics import METRICS
+from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
+from lab_assets.core.registry import Registry, RegistryError, digest
+
+KEY_DIGEST_LENGTH = 6
+RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
+
+
+class SweepError(InputError):
+    """A sweep file that cannot be run; the message names the file, the field and the fix."""
+
+    what = "sweep"
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str
+    params: dict[str, Any]
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}-{digest([self.dataset, self.params], KEY_DIGEST_LENGTH)}~s{self.seed}"
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    method: str
+    params: dict[str, Any]
+    # Compute resources ({"gpu": 1, "memory": "16Gi"}): where the cell runs, not what it
+    # computes, so they are not part of the key.
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.method}-{digest([self.method, self.params], KEY_DIGEST_LENGTH)}"
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    metric: str
+    params: dict[str, Any]
+
+    @property
+    def column(self) -> str:
+        """`trustworthiness@k=15`; several parameters are joined sorted: `lid@k=15,space=data`."""
+        args = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.metric}@{args}" if args else self.metric
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    source: str
+    data: list[DataConfig]
+    methods: list[MethodConfig]
+    metrics: list[MetricConfig]
+    schedule: str | None = None
+    description: str = ""
+    cells: list[tuple[str, str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        cells = [(d.key, m.key) for d in self.data for m in self.methods]
+        object.__setattr__(self, "cells", cells)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("cells")
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Sweep:
+        return cls(
+            name=obj["name"],
+            source=obj["source"],
+            data=[DataConfig(**d) for d in obj["data"]],
+            methods=[MethodConfig(**m) for m in obj["methods"]],
+            metrics=[MetricConfig(**m) for m in obj["metrics"]],
+            schedule=obj.get("schedule"),
+            description=obj.get("description", ""),
+        )
+
+
+Params = dict[str, Any] | None
+
+
+class SweepFile(pydantic.BaseModel):
+    """The file's shape; entry parameters are checked against each registry entry afterwards."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+    description: str = ""
+    data: Annotated[dict[str, Params], Field(min_length=1)]
+    seeds: Annotated[list[Annotated[int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1)] = [0]
+    methods: Annotated[dict[str, Params], Field(min_length=1)]
+    metrics: dict[str, Params] = {}
+    schedule: str | None = None
+
+    @pydantic.field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be unique, got {seeds}")
+        return seeds
+
+    @pydantic.field_validator("schedule")
+    @classmethod
+    def _cron(cls, schedule: str | None) -> str | None:
+        from dagster._utils.schedules import is_valid_cron_string
+
+        if schedule is not None and not is_valid_cron_string(schedule):
+            raise ValueError(f"not a valid cron string: {schedule!r} (e.g. '0 3 * * *')")
+        return schedule
+
+
+def _grid(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """{'k': [15, 50], 'x': 1} -> [{'k': 15, 'x': 1}, {'k': 50, 'x': 1}] (Hydra --multirun)."""
+    axes = [[(name, v) for v in (value if isinstance(value, list) else [value])] for name, value in params.items()]
+    return [dict(combo) for combo in itertools.product(*axes)]
+
+
+def _resources(where: str, params: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """Pop and check a `resources:` request (see lab_assets/core/k8s_resources.py for what it becomes)."""
+    from lab_assets.core.k8s_resources import k8s_tags
+
+    resources = params.pop(RESOURCES, None) or {}
+    try:
+        k8s_tags(resources)
+    except ValueError as e:
+        errors.append(f"{where}.{RESOURCES}: {e}")
+    return resources
+
+
+def _expand(
+    section: str, entries: dict[str, Params], registry: Registry, errors: list[str]
+) -> list[tuple[str, dict, dict]]:
+    """(name, validated params, resources) per grid point; `resources` only where allowed."""
+    out = []
+    for name, params in entries.items():
+        try:
+            entry = registry[name]
+        except RegistryError as e:
+            errors.append(f"{section}.{name}: {e}")
+            continue
+        params = dict(params or {})
+        resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
+        allowed = sorted(entry.params_model.model_fields)
+        for combo in _grid(params):
+            try:
+                out.append((name, entry.validate(combo), resources))
+            except pydantic.ValidationError as e:
+                errors.extend(pydantic_lines(f"{section}.{name}", e, allowed))
+                break  # one report per entry, not one per grid point
+    return out
+
+
+def parse_sweep(text: str, source: str) -> Sweep:
+    """Validate a sweep file's text; every problem found is listed in one SweepError."""
+    spec = yaml_model(text, source, SweepFile)
+
+    errors: list[str] = []
+    data = _expand("data", spec.data, DATASETS, errors)
+    methods = _expand("methods", spec.methods, METHODS, errors)
+    metrics = _expand("metrics", spec.metrics, METRICS, errors)
+    if errors:
+        raise SweepError(f"{source}: " + f"\n{source}: ".join(errors))
+    return Sweep(
+        name=spec.name,
+        source=source,
+        description=spec.description,
+        data=_unique([DataConfig(name, params, seed) for name, params, _ in data for seed in spec.seeds]),
+        methods=_unique([MethodConfig(name, params, resources) for name, params, resources in methods]),
+        metrics=_unique([MetricConfig(name, params) for name, params, _ in metrics]),
+        schedule=spec.schedule,
+    )
+
+
+def _unique(items: list) -> list:
+    seen, out = set(), []
+    for item in items:
+        ident = digest(asdict(item))
+        if ident not in seen:
+            seen.add(ident)
+            out.append(item)
+    return out
+
+
+def load_sweep(path: str | os.PathLike[str]) -> Sweep:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise SweepError(f"{path}: cannot read sweep file: {e.strerror}") from None
+    return parse_sweep(text, str(path))
