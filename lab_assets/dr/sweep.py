@@ -178,7 +178,7 @@ def _expand(
 
 def parse_sweep(text: str, source: str) -> Sweep:
     """Validate a sweep file's text; every problem found is listed in one SweepError."""
-    spec = yaml_model(text, source, SweepFile)
+    spec = yaml_model(text, source, SweepFile, SweepError)
 
     errors: list[str] = []
     data = _expand("data", spec.data, DATASETS, errors)
