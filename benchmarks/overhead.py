@@ -18,7 +18,9 @@ def compute_seconds(instance, asset: str) -> dict[str, float]:
 
 
 def main(path: str) -> dict:
-    from lab_assets.runner.execute import run_sweep
+    from lab_assets.defs.jobs import CELLS
+    from lab_assets.runner.run import MATERIALIZED
+    from lab_assets.runner.sweeps import run_sweep
     from lab_assets.runtime.instance import get_instance
     from lab_assets.dr.sweep import load_sweep
 
@@ -26,7 +28,7 @@ def main(path: str) -> dict:
     assert not result.failed, result.failed
     instance = get_instance()
     embedding, metrics = compute_seconds(instance, "embedding"), compute_seconds(instance, "metrics")
-    cells = [o for o in result.outcomes if o.job == "cells"]
+    cells = result.of(MATERIALIZED, CELLS)
     overhead = [o.seconds - embedding[o.partition] - metrics[o.partition] for o in cells]
     return {
         "cells": len(cells),

@@ -87,7 +87,7 @@ def median(xs: list[float]) -> float:
 
 def register(folder: Path, env: dict, sweep_file: str) -> float:
     """What `lab sweep run` and the UI's sweep sensor both do first (keys, partitions, specs)."""
-    code = "import sys; from lab_assets.runner.execute import register_and_plan; from lab_assets.dr.sweep import load_sweep; register_and_plan(load_sweep(sys.argv[1]))"
+    code = "import sys; from lab_assets.runner.sweeps import register_and_plan; from lab_assets.dr.sweep import load_sweep; register_and_plan(load_sweep(sys.argv[1]))"
     return measure.run([PY, "-c", code, sweep_file], env, folder).seconds
 
 

@@ -12,6 +12,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from lab_assets.core import keys
 from lab_assets_tests import conftest
 
 LAUNCH = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
@@ -60,7 +61,7 @@ def _ranges(keys: list[str]) -> dict:
 def backfill(port: int, sweep, timeout: float = 3600) -> float:
     """Seconds from launching one backfill of the whole sweep to its terminal status."""
     data = [d.key for d in sweep.data]
-    cells = [f"{d}|{m}" for d, m in sweep.cells]
+    cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     by_asset = [
         {"assetKey": {"path": ["raw_dataset"]}, "partitions": _ranges(data)},
         {"assetKey": {"path": ["dataset"]}, "partitions": _ranges(data)},

@@ -6,16 +6,17 @@ import torch
 from sklearn.decomposition import PCA
 
 import dagster as dg
-from lab_assets.core import checkpoints, storage
+from lab_assets.core import checkpoints, keys, storage
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.runner import execute
-from lab_assets.runner.execute import run_sweep
+from lab_assets.runner.sweeps import run_sweep
+from lab_assets.defs.jobs import CELLS, job_name
 from lab_assets.defs.partitions import cell_key
+from lab_assets.runner.local import definitions
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
-from lab_assets.dr.models.autoencoder import TrainingDivergedError
+from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import swissroll_points
 
@@ -82,7 +83,7 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(X, lab):
 
 
 def test_divergence_fails_fast_with_a_clear_message(X):
-    with pytest.raises(TrainingDivergedError, match=r"training loss is (nan|inf) at epoch \d+; lower lr"):
+    with pytest.raises(TrainingDiverged, match=r"autoencoder: training diverged at epoch \d+: loss (NaN|inf) .*; lower lr"):
         make(lr=1e12, epochs=50).fit(X * 1e6)
 
 
@@ -137,15 +138,16 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     assert not result.failed, result.failed
     inst = get_instance()
     models = inst.fetch_materializations(dg.AssetKey("model"), limit=10).records
-    (ae_cell,) = [f"{d}|{m}" for d, m in sweep.cells if m.startswith("autoencoder")]
+    (ae_data, ae_method), = [(d, m) for d, m in sweep.cells if m.startswith("autoencoder")]
+    ae_cell = keys.cell_key(ae_data, ae_method)
     assert [r.asset_materialization.partition for r in models] == [ae_cell]
     meta = models[0].asset_materialization.metadata
     assert meta["epochs"].value == 30 and meta["resumed_from_epoch"].value == 0 and meta["parameters"].value > 0
     weights = checkpoints.from_bytes(storage.read_bytes(meta["path"].value))
     assert set(weights) >= {"mean", "scale"}
     # The embedding of a trainable method cannot be materialized without its model.
-    result = execute._defs().resolve_job_def("materialize_cells").execute_in_process(
-        instance=inst, partition_key=cell_key(*ae_cell.split("|")),
+    result = definitions().resolve_job_def(job_name(CELLS)).execute_in_process(
+        instance=inst, partition_key=cell_key(ae_data, ae_method),
         asset_selection=[dg.AssetKey("embedding")], raise_on_error=False,
     )
     errors = [e.step_failure_data.error.cause.message for e in result.all_events if e.is_step_failure]
@@ -160,7 +162,7 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     assert np.isnan(by_method.loc["tsne", recon])
     # The swiss roll's labels are a coordinate, not classes: silhouette is recorded as null.
     assert table["silhouette@n_points=5000,space=embedding"].isna().all()
-    tsne_cell = [f"{d}|{m}" for d, m in sweep.cells if m.startswith("tsne")][0]
+    tsne_cell = [keys.cell_key(d, m) for d, m in sweep.cells if m.startswith("tsne")][0]
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=10).records
     tsne_meta = [r for r in records if r.asset_materialization.partition == tsne_cell][0].asset_materialization.metadata
     assert "needs a method that can invert" in tsne_meta["not_applicable"].value[recon]

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import dagster as dg
-from lab_assets.core import storage
-from lab_assets.runner.execute import run_sweep
+from lab_assets.core import keys, storage
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
@@ -41,7 +41,7 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
     assert meta["constant_columns"].value == ["x3"]
     assert meta["duplicate_rows"].value == 10
 
-    (cell,) = [f"{d}|{m}" for d, m in sweep.cells]
+    (cell,) = [keys.cell_key(d, m) for d, m in sweep.cells]
     assert latest("embedding", cell)["n_components"].value == 1
     row = storage.read_parquet(storage.asset_path("metrics", cell)).iloc[0]
     assert 0 < row["trustworthiness@k=5"] <= 1  # a 1-d embedding is scored like any other

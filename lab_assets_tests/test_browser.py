@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import dagster as dg
-from lab_assets.runner.execute import run_sweep
+from lab_assets.core import keys
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, wait_for
@@ -49,7 +50,7 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
     data, method = sweep.data[0].key, sweep.methods[0].key
-    before = embedding_count(f"{data}|{method}")
+    before = embedding_count(keys.cell_key(data, method))
 
     with lab_ui(lab) as port:
         base = f"http://127.0.0.1:{port}"
@@ -79,7 +80,7 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser):
         launch.wait_for(timeout=30_000)
         page.screenshot(path=str(shots / "launch_partition.png"))
         launch.click()
-        wait_for(lambda: embedding_count(f"{data}|{method}") > before, 240, "the UI-launched run")
+        wait_for(lambda: embedding_count(keys.cell_key(data, method)) > before, 240, "the UI-launched run")
 
         page.goto(f"{base}/assets/embedding?view=partitions", wait_until="networkidle", timeout=60_000)
         page.wait_for_timeout(2000)

@@ -7,7 +7,8 @@ import pandas as pd
 
 from lab_assets.defs import checks
 from lab_assets.defs.definitions import defs
-from lab_assets.runner.execute import register_and_plan
+from lab_assets.defs.jobs import CELLS, DATASETS, job_name
+from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.metrics import METRICS
 from lab_assets.defs.partitions import cell_key
@@ -54,7 +55,7 @@ def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypat
     register_and_plan(sweep)
     inst = get_instance()
     data = sweep.data[0].key
-    result = defs.resolve_job_def("materialize_datasets").execute_in_process(instance=inst, partition_key=data)
+    result = defs.resolve_job_def(job_name(DATASETS)).execute_in_process(instance=inst, partition_key=data)
     evaluations = result.get_asset_check_evaluations()
     assert sorted(e.check_name for e in evaluations) == sorted(checks.DATASET_CHECKS)
     assert all(e.passed for e in evaluations)
@@ -62,7 +63,7 @@ def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypat
     # A metric whose value leaves its range fails the blocking check and so the run.
     monkeypatch.setitem(METRICS._entries, "lid", dataclasses.replace(METRICS["lid"], valid_range="(100, inf)"))
     key = cell_key(data, sweep.methods[0].key)
-    result = defs.resolve_job_def("materialize_cells").execute_in_process(instance=inst, partition_key=key, raise_on_error=False)
+    result = defs.resolve_job_def(job_name(CELLS)).execute_in_process(instance=inst, partition_key=key, raise_on_error=False)
     assert not result.success
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [e.check_name for e in failed] == ["values_in_range"]

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from lab_assets.dr import keystore
-from lab_assets.runner.execute import run_tags
+from lab_assets.core import keys
+from lab_assets.defs.jobs import CELLS, DATASETS
+from lab_assets.defs.work import sweep_work
+from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.core.k8s_resources import GPU_TAG, K8S_CONFIG_TAG
 from lab_assets.dr.sweep import SweepError, parse_sweep
 
@@ -42,18 +44,19 @@ def test_bad_resources_are_refused_when_the_sweep_is_read(bad, message):
 
 def test_cell_runs_carry_their_methods_resources(lab):
     sweep = parse_sweep(SWEEP, "gpu.yaml")
-    keystore.save_sweep(sweep)
+    work = sweep_work(register_and_plan(sweep))
     umap, pca = (next(m.key for m in sweep.methods if m.method == name) for name in ("umap", "pca"))
-    tags = run_tags("cells", f"{sweep.data[0].key}|{umap}")
-    config = json.loads(tags[K8S_CONFIG_TAG])
+    tags = {(r.job, str(r.partition)): r.tags for r in work.runs}
+    config = json.loads(tags[CELLS, keys.cell_key(sweep.data[0].key, umap)][K8S_CONFIG_TAG])
     assert config["container_config"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert tags[GPU_TAG] == "true"
-    assert run_tags("cells", f"{sweep.data[0].key}|{pca}") == {}
-    assert run_tags("datasets", sweep.data[0].key) == {}
+    assert tags[CELLS, keys.cell_key(sweep.data[0].key, umap)][GPU_TAG] == "true"
+    assert tags[CELLS, keys.cell_key(sweep.data[0].key, pca)] == {}
+    assert tags[DATASETS, sweep.data[0].key] == {}
 
 
 def _executor(value: str) -> subprocess.CompletedProcess:
-    code = "from lab_assets.defs.definitions import defs; print(defs.resolve_job_def('materialize_cells').executor_def.name)"
+    code = ("from lab_assets.defs.definitions import defs; from lab_assets.defs.jobs import CELLS, job_name; "
+            "print(defs.resolve_job_def(job_name(CELLS)).executor_def.name)")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "LAB_EXECUTOR": value}, timeout=120)
 

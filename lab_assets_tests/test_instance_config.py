@@ -6,7 +6,10 @@ import shutil
 import sys
 
 import dagster as dg
-from lab_assets.runner import execute
+from lab_assets.core import keys
+from lab_assets.defs.plan import make_plan
+from lab_assets.runner.local import definitions
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime import instance
 from lab_assets.runtime.compute_logs import FileOnlyComputeLogManager
 from lab_assets.runtime.sqlite_storage import OneEngineSqliteEventLogStorage, OneEngineSqliteRunStorage
@@ -26,10 +29,10 @@ def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     assert isinstance(inst.compute_log_manager, FileOnlyComputeLogManager)
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    result = execute.run_sweep(sweep, workers=2)  # two spawned workers writing one database
+    result = run_sweep(sweep, workers=2)  # two spawned workers writing one database
     assert not result.failed and result.count("cells") == 4
 
-    cells = {f"{d}|{m}" for d, m in sweep.cells}
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
     assert sorted(r.asset_materialization.partition for r in records) == sorted(cells)
     assert len({r.run_id for r in records}) == 4  # one run per cell, as before
@@ -37,7 +40,7 @@ def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     assert (home / "history" / "runs.db").is_file()  # where Dagster's default keeps run history
     assert not list(home.rglob("storage/*.db"))  # no per-run databases
     # Right after a 2-worker sweep nothing is stale (the asset row's newest-materialization race).
-    plan = execute.make_plan(sweep, inst, execute._defs().resolve_asset_graph())
+    plan = make_plan(sweep, inst, definitions().resolve_asset_graph())
     assert plan.counts == {"missing": 0, "stale": 0, "fresh": 4}
 
 

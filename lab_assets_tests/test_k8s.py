@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from lab_assets.core import k8s_resources as k8s
+from lab_assets.defs import jobs
 
 REPO = Path(__file__).resolve().parents[1]
 K8S_DIR = REPO / "k8s"
@@ -539,7 +540,7 @@ def render_job(launcher, *, run_tags: dict[str, str], step_tags: dict[str, str] 
         get_user_defined_k8s_config,
     )
 
-    run = DagsterRun(job_name="materialize_cells", run_id="0123456789abcdef0123456789abcdef", tags=run_tags)
+    run = DagsterRun(job_name=jobs.job_name(jobs.CELLS), run_id="0123456789abcdef0123456789abcdef", tags=run_tags)
     if step_tags is None:
         context = K8sContainerContext.create_for_run(run, launcher, include_run_tags=True)
         job_name, component = get_job_name_from_run_id(run.run_id), "run_worker"

@@ -10,7 +10,8 @@ import dagster as dg
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 from lab_assets.runtime import launcher as launcher_module
-from lab_assets.runner.execute import _defs, register_and_plan
+from lab_assets.runner.local import definitions
+from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
 from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
 from lab_assets.defs.plan import make_plan
@@ -108,4 +109,4 @@ def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
     assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     pids = {r.tags.get(WORKER_PID_TAG) for r in runs}
     assert None not in pids and len(pids) <= 2 < len(runs)
-    assert make_plan(sweep, instance, _defs().resolve_asset_graph()).pending_cells() == []
+    assert make_plan(sweep, instance, definitions().resolve_asset_graph()).pending_cells() == []

@@ -14,11 +14,11 @@ import boto3
 import pandas as pd
 import pytest
 
-from lab_assets.core import storage
-from lab_assets.runner.execute import run_sweep
+from lab_assets.core import keys, storage
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.defs.plan import FRESH, make_plan
-from lab_assets.runner.execute import _defs
+from lab_assets.runner.local import definitions
 from lab_assets.dr.sweep import load_sweep
 
 BUCKET = "lab-bucket"
@@ -74,8 +74,8 @@ def test_tiny_sweep_on_s3(lab, s3):
 
     body = s3.get_object(Bucket=BUCKET, Key="lab/assets/metric_table.parquet")["Body"].read()
     table = pd.read_parquet(io.BytesIO(body))
-    assert sorted(table["partition"]) == sorted(f"{d}|{m}" for d, m in sweep.cells)
-    assert make_plan(sweep, get_instance(), _defs().resolve_asset_graph()).counts[FRESH] == 4
+    assert sorted(table["partition"]) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
+    assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
 
 
 def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
@@ -96,5 +96,5 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)
     assert not result.failed
-    assert make_plan(sweep, get_instance(), _defs().resolve_asset_graph()).counts[FRESH] == 4
+    assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
     assert len(storage.read_parquet(storage.url("reports", "tiny", "metrics.parquet"))) == 4

@@ -7,10 +7,13 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 import dagster as dg
-from lab_assets.runner import execute
 from lab_assets.dr import keystore
-from lab_assets.core import storage
-from lab_assets.runner.execute import execute_partition, run_sweep
+from lab_assets.core import keys, storage
+from lab_assets.defs.jobs import CELLS
+from lab_assets.defs.partitions import cell_key
+from lab_assets.defs.work import Run
+from lab_assets.runner.local import definitions, execute_run
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS
 from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
@@ -32,7 +35,7 @@ def materializations(asset: str) -> dict:
 
 
 def plan(sweep):
-    return make_plan(sweep, get_instance(), execute._defs().resolve_asset_graph())
+    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
 
 
 def test_tiny_sweep_end_to_end(lab):
@@ -48,7 +51,7 @@ def test_tiny_sweep_end_to_end(lab):
     assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
-    cells = {f"{d}|{m}" for d, m in sweep.cells}
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
     for asset in ("embedding", "metrics"):
         mats = materializations(asset)
         assert set(mats) == cells
@@ -111,16 +114,17 @@ def test_edited_parameters_make_new_keys_not_overwrites(lab):
     old_isomap = next(m.key for m in sweep.methods if m.method == "isomap")
     assert old_isomap not in {m.key for m in edited.methods}
     # The old result stays where it was.
-    assert storage.exists(storage.asset_path("embedding", f"{sweep.data[0].key}|{old_isomap}"))
+    assert storage.exists(storage.asset_path("embedding", keys.cell_key(sweep.data[0].key, old_isomap)))
 
 
 def test_same_cell_twice_gives_identical_numbers(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
-    cell = f"{sweep.data[0].key}|{next(m.key for m in sweep.methods if m.method == 'isomap')}"
+    isomap = next(m.key for m in sweep.methods if m.method == "isomap")
+    cell = keys.cell_key(sweep.data[0].key, isomap)
     first_embedding = pd.read_parquet(storage.asset_path("embedding", cell))
     first_metrics = pd.read_parquet(storage.asset_path("metrics", cell))
-    assert execute_partition("cells", cell).ok
+    assert execute_run(Run(CELLS, cell_key(sweep.data[0].key, isomap)), {}).ok
     pd.testing.assert_frame_equal(pd.read_parquet(storage.asset_path("embedding", cell)), first_embedding)
     pd.testing.assert_frame_equal(pd.read_parquet(storage.asset_path("metrics", cell)), first_metrics)
     # And Dagster sees the same data version, so nothing downstream turns stale.
@@ -141,9 +145,10 @@ def test_a_bad_dataset_fails_alone(lab):
     result = run_sweep(sweep, workers=1)
     broken = next(d.key for d in sweep.data if d.dataset == "file")
     assert [o.partition for o in result.failed] == [broken]
-    assert "1 of 60 rows have NaN/inf" in result.failed[0].error
-    assert result.failed[0].error.startswith("BadDataError: data ")  # the class named once
-    assert sorted(result.skipped) == sorted(f"{broken}|{m.key}" for m in sweep.methods)
+    assert "1 of 60 rows have NaN/inf" in result.failed[0].why
+    assert result.failed[0].why.startswith("BadDataError: data ")  # the class named once
+    assert sorted(o.partition for o in result.skipped) == sorted(keys.cell_key(broken, m.key) for m in sweep.methods)
+    assert {o.why for o in result.skipped} == {"its dataset failed"}
     assert result.count("cells") == 4  # the other datasets' cells are untouched
     assert not storage.exists(storage.asset_path("raw_dataset", broken))
     assert keystore.data_config(broken).params["path"] == "broken.csv"
@@ -169,6 +174,6 @@ def test_each_cell_is_one_offline_wandb_run_and_tracking_failures_are_harmless(l
         raise RuntimeError("wandb is down")
 
     monkeypatch.setattr(wandb, "init", broken)
-    cell = f"{sweep.data[0].key}|{sweep.methods[0].key}"
-    assert execute_partition("cells", cell).ok
+    cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
+    assert execute_run(Run(CELLS, cell_key(sweep.data[0].key, sweep.methods[0].key)), {}).ok
     assert materializations("metrics")[cell].metadata["wandb_error"].value == "RuntimeError: wandb is down"

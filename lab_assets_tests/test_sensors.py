@@ -8,7 +8,7 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._utils.schedules import reverse_cron_string_iterator
 
 from lab_assets.defs.definitions import defs
-from lab_assets.runner.execute import run_sweep
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.defs.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from lab_assets.core import storage
 from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.core import backend
 from lab_assets.training import gpt, train
 from lab_assets.training.config import TrainConfig
@@ -105,7 +106,7 @@ def test_a_checkpoint_of_another_config_is_refused(lab, text):
 def test_diverging_loss_fails_fast_with_a_clear_message(lab, text):
     tr, val = text
     c = TrainConfig(steps=500, lr=1e4, embedding_lr=1e4, grad_clip=0, **TINY)
-    with pytest.raises(train.TrainingDiverged, match=r"training diverged at step \d+: loss .* lower lr") as e:
+    with pytest.raises(TrainingDiverged, match=r"gpt: training diverged at step \d+: loss .* lower lr") as e:
         train.train(c, tr, val, storage.url("nan.ckpt"), CPU)
     assert e.value.step < 50  # failed fast, did not burn the budget
 

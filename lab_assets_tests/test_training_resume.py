@@ -12,6 +12,7 @@ import sys
 import dagster as dg
 import torch
 
+from lab_assets.defs.study_loop import KIND_TAG
 from lab_assets.training import ledger
 from lab_assets_tests.conftest import lab_cli, wait_for
 
@@ -64,7 +65,7 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_fa
     instance = get_instance()
     meta = instance.get_latest_materialization_event(dg.AssetKey("gpt_model")).asset_materialization.metadata
     assert meta["resumed_from_step"].value >= killed_at > 0
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"lab_assets/kind": "trial"}))
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={KIND_TAG: "trial"}))
     assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE]
     assert "is gone" in (instance.all_logs(runs[1].run_id)[-1].message or "")
 

@@ -7,6 +7,8 @@ import sys
 import dagster as dg
 import pytest
 
+from lab_assets.defs.jobs import CORPUS, TRIAL, job_name
+from lab_assets.defs.study_loop import EXP_TAG
 from lab_assets.training import ledger, proposers
 from lab_assets.training.study import StudyError, parse_study
 
@@ -135,7 +137,7 @@ def test_sensor_runs_the_loop_and_survives_restarts(lab):
         return study_loop(dg.build_sensor_context(instance=instance))
 
     launched = []
-    for expected_job in ("materialize_corpus", "materialize_gpt_model", "materialize_gpt_model"):
+    for expected_job in map(job_name, (CORPUS, TRIAL, TRIAL)):
         first, again = tick(), tick()
         assert len(first.run_requests) == 1 and first.run_requests[0].job_name == expected_job
         # Evaluated again before the run exists: the same run key, which Dagster launches once.
@@ -150,7 +152,7 @@ def test_sensor_runs_the_loop_and_survives_restarts(lab):
     assert [(r["exp"], r["description"]) for r in rows] == [(0, "baseline"), (1, "lr=0.01")]
     assert rows[0]["status"] == "baseline" and rows[1]["status"] in ("keep", "discard")
     assert len({r.run_key for r in launched}) == 3
-    assert [r.tags["lab_assets/exp"] for r in launched[1:]] == ["0", "1"]
+    assert [r.tags[EXP_TAG] for r in launched[1:]] == ["0", "1"]
 
     # The trial's materialization and its ledger row say the same thing.
     trial_key = dg.MultiPartitionKey(json.loads(json.dumps(launched[2].partition_key.keys_by_dimension)))

@@ -4,7 +4,8 @@ launched the way the UI launches it (a GraphQL partition backfill) is materializ
 import subprocess
 
 import dagster as dg
-from lab_assets.runner.execute import run_sweep
+from lab_assets.core import keys
+from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.core.k8s_resources import GPU_TAG
 from lab_assets.dr.sweep import load_sweep
@@ -30,7 +31,7 @@ def test_ui_serves_partitions_and_materializes_one(lab):
         keys = {d["name"]: sorted(d["partitionKeys"]) for d in dims}
         assert keys == {"data": sorted(d.key for d in sweep.data), "method": sorted(m.key for m in sweep.methods)}
 
-        cell = f"{sweep.data[0].key}|{sweep.methods[0].key}"
+        cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
         params = {"partitionNames": [cell], "assetSelection": [{"path": ["embedding"]}, {"path": ["metrics"]}]}
         launched = graphql(port, BACKFILL, {"params": params})["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
@@ -51,7 +52,7 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     sweep = load_sweep(path)
     with lab_ui(lab) as port:
         result = run_sweep(sweep, submit=f"http://127.0.0.1:{port}")
-    assert not result.failed, [o.error for o in result.failed]
+    assert not result.failed, [o.why for o in result.failed]
     assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()
     for outcome in result.outcomes:
@@ -61,4 +62,4 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
         if outcome.job == "cells":
             assert run.tags["dagster/partition/data"] + "|" + run.tags["dagster/partition/method"] == outcome.partition
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
-    assert {r.asset_materialization.partition for r in records} == {f"{d}|{m}" for d, m in sweep.cells}
+    assert {r.asset_materialization.partition for r in records} == {keys.cell_key(d, m) for d, m in sweep.cells}

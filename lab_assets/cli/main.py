@@ -42,7 +42,7 @@ def _progress_factory(enabled: bool):
             done[0] += 1
             bar.update(task, advance=1)
             if not outcome.ok:
-                console.print(f"[red]failed[/red] {outcome.job} {outcome.partition}")
+                console.print(f"[red]{outcome.status}[/red] {outcome.job} {outcome.partition}")
             if done[0] == total:
                 bar.stop()
 
@@ -52,11 +52,9 @@ def _progress_factory(enabled: bool):
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from lab_assets.runner.execute import _defs
-    from lab_assets.runtime.instance import get_instance
-    from lab_assets.defs.plan import make_plan
+    from lab_assets.runner.sweeps import plan as make_plan
 
-    plan = make_plan(_load(args.file), get_instance(), _defs().resolve_asset_graph())
+    plan = make_plan(_load(args.file))
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
@@ -76,34 +74,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from lab_assets.runner.execute import iter_lines, run_sweep
+    from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
+    from lab_assets.runner.run import FRESH
+    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runner.webserver import SubmitError
 
     sweep = _load(args.file)
-    result = run_sweep(
-        sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet), submit=args.submit
-    )
+    try:
+        result = run_sweep(
+            sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet), submit=args.submit
+        )
+    except SubmitError as e:
+        print(f"lab: {e}", file=sys.stderr)
+        return FAILED
     failed = result.failed
     if args.json:
+        jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
         print(json.dumps({
             "sweep": sweep.name,
             "seconds": round(result.seconds, 3),
-            "before": result.plan_before.counts,
-            "materialized": {job: result.count(job) for job in ("datasets", "cells", "metric_table", "report")},
-            "failed": [o.__dict__ for o in failed],
-            "skipped": result.skipped,
+            "before": result.before.counts,
+            "materialized": {job: result.count(job) for job in jobs},
+            "fresh": {job: result.count(job, FRESH) for job in jobs},
+            "failed": [o.to_json() for o in failed],
+            "skipped": [o.to_json() for o in result.skipped],
             "report": _report_dir(sweep.name),
         }, indent=2))
     else:
-        n_cells = result.count("cells")
-        print(f"sweep {sweep.name}: {result.count('datasets')} datasets and {n_cells} cells materialized, "
-              f"{len(result.plan_before.cells) - len(result.plan_before.pending_cells())} already fresh, "
-              f"{len(failed)} failed, in {result.seconds:.1f} s")
-        for line in iter_lines(failed):
-            print(line, file=sys.stderr)
-        for cell in result.skipped:
-            print(f"SKIPPED cells {cell}: its dataset failed", file=sys.stderr)
+        print(f"sweep {sweep.name}: {result.count(DATASETS)} datasets and {result.count(CELLS)} cells materialized, "
+              f"{result.count(CELLS, FRESH)} already fresh, {len(failed)} failed, in {result.seconds:.1f} s")
+        _print_problems(result)
         _print_report(sweep.name)
     return FAILED if failed or result.skipped else 0
+
+
+def _print_problems(result) -> None:
+    """One line per failed or skipped run, on stderr: the root cause's first line, and the run."""
+    for o in result.failed:
+        first = o.why.splitlines()[0] if o.why else "failed (see the run's logs)"
+        print(f"FAILED {o.job} {o.partition}: {first}  [run {o.run_id}]", file=sys.stderr)
+    for o in result.skipped:
+        print(f"SKIPPED {o.job} {o.partition}: {o.why}", file=sys.stderr)
 
 
 def _report_dir(name: str) -> str:
@@ -123,21 +134,20 @@ def _print_report(name: str) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lab_assets.runner.execute import iter_lines, materialize_report
+    from lab_assets.runner.sweeps import materialize_report
 
     sweep = _load(args.file)
-    outcomes = materialize_report(sweep)
-    for line in iter_lines(outcomes):
-        print(line, file=sys.stderr)
+    result = materialize_report(sweep)
+    ok = not result.failed and not result.skipped
+    _print_problems(result)
     if args.json:
         from lab_assets.core import storage
 
         out = _report_dir(sweep.name)
-        print(json.dumps({"sweep": sweep.name, "ok": all(o.ok for o in outcomes), "report": out,
-                          "files": storage.glob(f"{out}/*")}, indent=2))
+        print(json.dumps({"sweep": sweep.name, "ok": ok, "report": out, "files": storage.glob(f"{out}/*")}, indent=2))
     else:
         _print_report(sweep.name)
-    return 0 if all(o.ok for o in outcomes) else FAILED
+    return 0 if ok else FAILED
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -170,7 +180,7 @@ def _study(path: str):
 
 def cmd_study_run(args: argparse.Namespace) -> int:
     from lab_assets.runtime.instance import get_instance
-    from lab_assets.defs.study_loop import run_study
+    from lab_assets.runner.studies import run_study
 
     study = _study(args.file)
     quiet = args.json
@@ -265,7 +275,6 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
-    from lab_assets.runner.submit import SubmitError
     from lab_assets.core.input_files import InputError
 
     try:
@@ -273,9 +282,6 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"lab: invalid {e.what}\n{e}", file=sys.stderr)
         return BAD_INPUT
-    except SubmitError as e:
-        print(f"lab: {e}", file=sys.stderr)
-        return FAILED
 
 
 if __name__ == "__main__":

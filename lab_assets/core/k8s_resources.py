@@ -40,8 +40,10 @@ import re
 from collections.abc import Mapping
 from numbers import Real
 
+from lab_assets.core import keys
+
 K8S_CONFIG_TAG = "dagster-k8s/config"
-GPU_TAG = "lab_assets/gpu"
+GPU_TAG = keys.tag("gpu")
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"  # taint nvidia.com/gpu=present:NoSchedule on every GPU node
 ACCELERATOR_LABEL = "lab-assets/accelerator"  # node label lab-assets/accelerator=nvidia

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
+from lab_assets.core.keys import SEPARATOR
 from lab_assets.core.settings import lab_home
 
 
@@ -60,10 +61,10 @@ def url(*parts: str) -> str:
 def asset_path(asset: str, partition: str | None = None, suffix: str = ".parquet") -> str:
     """`assets/<asset>/<data>/<method>.parquet` for a cell, `assets/<asset>/<data>.parquet` for a
     data key, `assets/<asset>.parquet` when unpartitioned. Multi-partition key strings are
-    `<data>|<method>` (Dagster orders dimensions by name)."""
+    `<data>|<method>` (core/keys.py)."""
     if partition is None:
         return url("assets", asset + suffix)
-    *dirs, last = partition.split("|")
+    *dirs, last = partition.split(SEPARATOR)
     return url("assets", asset, *dirs, last + suffix)
 
 

@@ -9,14 +9,9 @@ from lab_assets.defs.assets.experiments import metrics, model_and_embedding
 from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.specs import SPECS
 from lab_assets.defs.assets.training import TRAINING_ASSETS
+from lab_assets.defs.jobs import STUDY_JOBS, SWEEP_JOBS
 from lab_assets.defs.sensors import SENSORS
-from lab_assets.defs.study_sensor import corpus_job, gpt_model_job, study_loop
-
-# The jobs `lab sweep run` launches, one partition per run; the UI can launch them too.
-datasets_job = dg.define_asset_job("materialize_datasets", selection=[raw_dataset, dataset])
-cells_job = dg.define_asset_job("materialize_cells", selection=[model_and_embedding, metrics])
-metric_table_job = dg.define_asset_job("materialize_metric_table", selection=[metric_table])
-report_job = dg.define_asset_job("materialize_report", selection=[report])
+from lab_assets.defs.study_sensor import study_loop
 
 
 def executor() -> dg.ExecutorDefinition:
@@ -35,7 +30,7 @@ def executor() -> dg.ExecutorDefinition:
 
 defs = dg.Definitions(
     assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, *TRAINING_ASSETS],
-    jobs=[datasets_job, cells_job, metric_table_job, report_job, corpus_job, gpt_model_job],
+    jobs=[*SWEEP_JOBS, *STUDY_JOBS],
     sensors=[*SENSORS, study_loop],
     executor=executor(),
 )

@@ -8,6 +8,8 @@ import warnings
 
 import dagster as dg
 
+from lab_assets.core import keys
+
 # The beta APIs this package builds on (MultiToSingleDimensionPartitionMapping,
 # observable_source_asset) were chosen deliberately (DESIGN.md); one warning per process per use
 # would drown every run's log.
@@ -23,8 +25,16 @@ CELL_TO_DATA = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_nam
 CELL_TO_METHOD = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="method")
 
 
+def multi_key(partitions_def: dg.MultiPartitionsDefinition, key: str) -> dg.MultiPartitionKey:
+    """A `<first>|<second>` key string (core/keys.py) as a key of `partitions_def`, whose
+    dimensions Dagster orders by name, as the string orders its parts."""
+    names = [d.name for d in partitions_def.partitions_defs]
+    return dg.MultiPartitionKey(dict(zip(names, keys.parse_cell_key(key))))
+
+
 def cell_key(data: str, method: str) -> dg.MultiPartitionKey:
-    return dg.MultiPartitionKey({"data": data, "method": method})
+    return multi_key(CELL, keys.cell_key(data, method))
+
 
 # Training (lab_assets/training): every trial of a study trains on the study's corpus, so a
 # trial cell is `corpus|trial` and reads its corpus through the `corpus` dimension. Trials get
@@ -38,4 +48,4 @@ TRIAL_TO_CORPUS = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_
 
 
 def trial_cell_key(corpus: str, trial: str) -> dg.MultiPartitionKey:
-    return dg.MultiPartitionKey({"corpus": corpus, "trial": trial})
+    return multi_key(TRIAL_CELL, keys.cell_key(corpus, trial))

@@ -16,6 +16,7 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from dagster._core.definitions.temporal_context import TemporalContext
 from dagster._time import get_current_datetime
 
+from lab_assets.core import keys
 from lab_assets.dr import keystore
 from lab_assets.defs.assets import specs
 from lab_assets.defs.partitions import cell_key
@@ -41,7 +42,7 @@ class CellPlan:
 
     @property
     def partition(self) -> str:
-        return f"{self.data}|{self.method}"
+        return keys.cell_key(self.data, self.method)
 
 
 @dataclass

@@ -16,19 +16,15 @@ import time
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._utils.schedules import reverse_cron_string_iterator
 
-from lab_assets.dr.methods import METHODS
 from lab_assets.defs.register import register
-from lab_assets.defs.partitions import cell_key
-from lab_assets.defs.plan import FRESH, SweepPlan, make_plan
+from lab_assets.defs.plan import make_plan
+from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core.settings import project_dir
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
 
-SWEEP_TAG = "lab_assets/sweep"
 SCHEDULE_TIMEZONE = "UTC"
 
 
@@ -62,24 +58,6 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
-def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
-    """Exactly the plan's missing or stale partitions, plus the tables they feed."""
-    wanted = set()
-    for data in plan.pending_data():
-        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), data) for a in ("raw_dataset", "dataset")}
-    # Only trainable methods have a `model`: a requested partition that a run skips would count
-    # as failed in the backfill.
-    trainable = {m.key for m in plan.sweep.methods if METHODS[m.method].trainable}
-    for cell in plan.pending_cells():
-        key = cell_key(cell.data, cell.method)
-        assets = ("model", "embedding", "metrics") if cell.method in trainable else ("embedding", "metrics")
-        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in assets}
-    if wanted or plan.report.status != FRESH:
-        wanted.add(AssetKeyPartitionKey(dg.AssetKey("metric_table"), None))
-        wanted.add(AssetKeyPartitionKey(dg.AssetKey("report"), plan.sweep.name))
-    return AssetGraphSubset.from_asset_partition_set(wanted, asset_graph)
-
-
 def _backfill_running(instance: dg.DagsterInstance, sweep: str) -> bool:
     active = BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED], tags={SWEEP_TAG: sweep})
     return instance.get_backfills_count(filters=active) > 0
@@ -90,7 +68,7 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """At each sweep's cron tick, requests one backfill of its missing or stale partitions."""
     last_tick: dict[str, float] = json.loads(context.cursor or "{}")
     now = time.time()
-    requests = []
+    run_requests = []
     for path in sweep_files():
         try:
             sweep = _parse(path)
@@ -111,13 +89,13 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         register(context.instance, sweep)
         graph = context.repository_def.asset_graph
         plan = make_plan(sweep, context.instance, graph)
-        subset = pending_subset(plan, graph)
-        if subset.is_empty:
+        backfill = requests(sweep_work(plan), graph)
+        if not backfill:
             context.log.info(f"{sweep.name}: everything fresh")
             continue
         context.log.info(f"{sweep.name}: backfill of {len(plan.pending_data())} datasets, {len(plan.pending_cells())} cells")
-        requests.append(dg.RunRequest.for_asset_graph_subset(subset, tags={SWEEP_TAG: sweep.name}))
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps(last_tick))
+        run_requests += backfill
+    return dg.SensorResult(run_requests=run_requests, cursor=json.dumps(last_tick))
 
 
 SENSORS = [sweep_registry, sweep_schedules]

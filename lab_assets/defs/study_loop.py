@@ -23,31 +23,20 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from lab_assets.core import storage
+from lab_assets.core import keys, storage
+from lab_assets.defs.jobs import CORPUS, TRIAL
 from lab_assets.defs.partitions import trial_cell_key
+from lab_assets.defs.work import Run
 from lab_assets.training import ledger, proposers
 from lab_assets.training.study import Study, Trial, description, save, trial as trial_record
 
-STUDY_TAG, KIND_TAG, TRIAL_TAG, EXP_TAG, PID_TAG = (
-    "lab_assets/study", "lab_assets/kind", "lab_assets/trial", "lab_assets/exp", "lab_assets/pid",
-)
-CORPUS_JOB, TRIAL_JOB = "materialize_corpus", "materialize_gpt_model"
+STUDY_TAG, KIND_TAG, TRIAL_TAG, EXP_TAG, PID_TAG = map(keys.tag, ("study", "kind", "trial", "exp", "pid"))
 MAX_ATTEMPTS = 2  # a killed trial is retried once (resuming), then recorded as a crash
-POLL_SECONDS = 5.0
-
-
-@dataclass
-class Launch:
-    job: str
-    partition_key: str | dg.MultiPartitionKey
-    run_key: str
-    tags: dict[str, str]
 
 
 @dataclass
@@ -57,7 +46,7 @@ class Progress:
     total: int
     best: dict[str, Any] | None
     state: str
-    launch: Launch | None = None
+    launch: Run | None = None
     finished: bool = False
 
     def heartbeat(self) -> dict[str, Any]:
@@ -116,10 +105,11 @@ def _add_partition(instance: dg.DagsterInstance, dimension: str, key: str) -> No
         instance.add_dynamic_partitions(dimension, [key])
 
 
-def _trial_launch(study: Study, trial: Trial, attempt: int) -> Launch:
-    return Launch(
-        TRIAL_JOB, trial_cell_key(trial.corpus, trial.key), f"{study.name}:{trial.key}:{attempt}",
+def _trial_launch(study: Study, trial: Trial, attempt: int) -> Run:
+    return Run(
+        TRIAL, trial_cell_key(trial.corpus, trial.key),
         {STUDY_TAG: study.name, KIND_TAG: "trial", TRIAL_TAG: trial.key, EXP_TAG: str(trial.exp)},
+        run_key=f"{study.name}:{trial.key}:{attempt}",
     )
 
 
@@ -133,7 +123,7 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))
     rows = ledger.rows(study.name)
 
-    def progress(state: str, launch: Launch | None = None, finished: bool = False) -> Progress:
+    def progress(state: str, launch: Run | None = None, finished: bool = False) -> Progress:
         return Progress(study.name, len({r["trial"] for r in rows}), study.total_trials, best(rows), state, launch, finished)
 
     running = [r for r in runs if not r.is_finished]
@@ -146,7 +136,7 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         if attempts >= MAX_ATTEMPTS:
             return progress(f"corpus {study.corpus.key} failed {attempts} times: see its runs", finished=True)
         tags = {STUDY_TAG: study.name, KIND_TAG: "corpus"}
-        return progress("building the corpus", Launch(CORPUS_JOB, study.corpus.key, f"{study.name}:corpus:{study.corpus.key}:{attempts}", tags))
+        return progress("building the corpus", Run(CORPUS, study.corpus.key, tags, run_key=f"{study.name}:corpus:{study.corpus.key}:{attempts}"))
 
     last = next((r for r in runs if r.tags.get(KIND_TAG) == "trial"), None)
     recorded = {r["trial"] for r in rows}
@@ -170,24 +160,3 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     _add_partition(instance, "trial", trial.key)
     return progress(f"launching exp{n} ({trial.description})", _trial_launch(study, trial, 0))
 
-
-QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
-
-
-def run_study(instance: dg.DagsterInstance, study: Study, on_progress: Callable[[Progress], None] = lambda p: None) -> Progress:
-    """`lab study run`: advance until finished, executing each launch here as a Dagster run
-    (visible in the UI like any other); waits while another process's run is in progress."""
-    from lab_assets.defs.definitions import defs
-
-    while True:
-        p = advance(instance, study)
-        on_progress(p)
-        if p.finished:
-            return p
-        if p.launch is None:
-            time.sleep(POLL_SECONDS)
-            continue
-        defs.resolve_job_def(p.launch.job).execute_in_process(
-            instance=instance, partition_key=p.launch.partition_key, run_config=QUIET,
-            tags={**p.launch.tags, PID_TAG: owner_tag()}, raise_on_error=False,
-        )

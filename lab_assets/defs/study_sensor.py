@@ -16,14 +16,14 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG, extract_data_version_from_entry
 
-from lab_assets.defs.assets.training import corpus, gpt_model, ledger_version
+from lab_assets.core.key_records import UnknownKeyError
+from lab_assets.defs.assets.training import ledger_version
+from lab_assets.defs.jobs import STUDY_JOBS
 from lab_assets.core.settings import project_dir
 from lab_assets.training import ledger
 from lab_assets.defs import study_loop as loop
+from lab_assets.defs.work import Work, requests
 from lab_assets.training.study import StudyError, parse_study
-
-corpus_job = dg.define_asset_job(loop.CORPUS_JOB, selection=[corpus])
-gpt_model_job = dg.define_asset_job(loop.TRIAL_JOB, selection=[gpt_model])
 
 
 def study_files() -> list[Path]:
@@ -47,25 +47,24 @@ def observe_ledger(instance: dg.DagsterInstance, p: loop.Progress) -> bool:
     return True
 
 
-@dg.sensor(jobs=[corpus_job, gpt_model_job], minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.STOPPED)
+@dg.sensor(jobs=STUDY_JOBS, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.STOPPED)
 def study_loop(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """Runs each study's propose -> launch -> record loop, one trial at a time."""
-    heartbeat, requests = {}, []
+    heartbeat, run_requests = {}, []
     for path in study_files():
         try:
             study = parse_study(path.read_text(), str(path.relative_to(project_dir())))
             p = loop.advance(context.instance, study)
-        except StudyError as e:  # a broken file or a failing proposer: say so, keep the others going
+        except (StudyError, UnknownKeyError) as e:  # a broken file, a failing proposer, a lost key record: say so, keep the others going
             context.log.error(str(e))
             heartbeat[path.name] = {"error": str(e)}
             continue
         observe_ledger(context.instance, p)
         heartbeat[study.name] = p.heartbeat()
         if p.launch is not None:
-            l = p.launch
-            requests.append(dg.RunRequest(job_name=l.job, partition_key=l.partition_key, run_key=l.run_key, tags=l.tags))
+            run_requests += requests(Work.single(p.launch))
     cursor = json.dumps(heartbeat, sort_keys=True)
-    if requests:
-        return dg.SensorResult(run_requests=requests, cursor=cursor)
+    if run_requests:
+        return dg.SensorResult(run_requests=run_requests, cursor=cursor)
     states = "; ".join(f"{name}: {h.get('state', h.get('error'))}" for name, h in heartbeat.items())
     return dg.SensorResult(skip_reason=states or "no study file under studies/", cursor=cursor)

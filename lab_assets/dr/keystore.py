@@ -1,43 +1,26 @@
-"""What each partition key means.
-
-Dagster stores dynamic partition keys, not what they stand for. The key store keeps, beside the
-asset files, one small JSON record per key (its dataset/method and full parameters) and one per
-sweep, written when a sweep is registered. Assets look their configuration up here, so a
-partition materialized from the UI computes exactly what the sweep declared.
-"""
+"""What a sweep's partition keys mean: the key records (core/key_records.py) of its data and
+method keys (dataset/method and full parameters) and of the sweep itself, written when a sweep
+is registered."""
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
-from lab_assets.core import storage
+from lab_assets.core import key_records
 from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
-
-
-class UnknownKeyError(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def _path(kind: str, key: str) -> str:
-    return storage.url("keys", kind, f"{key}.json")
 
 
 def save_sweep(sweep: Sweep) -> None:
     for d in sweep.data:
-        storage.write_json(_path("data", d.key), {"dataset": d.dataset, "params": d.params, "seed": d.seed})
+        key_records.write("data", d.key, {"dataset": d.dataset, "params": d.params, "seed": d.seed})
     for m in sweep.methods:
-        storage.write_json(_path("method", m.key), {"method": m.method, "params": m.params, "resources": m.resources})
-    storage.write_json(_path("sweep", sweep.name), sweep.to_json())
+        key_records.write("method", m.key, {"method": m.method, "params": m.params, "resources": m.resources})
+    key_records.write("sweep", sweep.name, sweep.to_json())
+
+
+keys = key_records.keys  # the registered keys of a kind: "data", "method" or "sweep"
 
 
 def _record(kind: str, key: str) -> dict:
-    try:
-        return storage.read_json(_path(kind, key))
-    except storage.MissingAssetError:
-        raise UnknownKeyError(
-            f"{kind} key {key!r} has no record at {_path(kind, key)}: register it with `lab sweep run <file>`"
-        ) from None
+    return key_records.read(kind, key, "`lab sweep run <file>`")
 
 
 def data_config(key: str) -> DataConfig:
@@ -50,10 +33,6 @@ def method_config(key: str) -> MethodConfig:
 
 def sweep(name: str) -> Sweep:
     return Sweep.from_json(_record("sweep", name))
-
-
-def keys(kind: str) -> list[str]:
-    return sorted(PurePosixPath(p).stem for p in storage.glob(_path(kind, "*")))
 
 
 def sweeps() -> list[Sweep]:

@@ -27,9 +27,10 @@ import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
+from lab_assets.core import keys
 from lab_assets.core.threads import SINGLE_THREADED
 
-WORKER_PID_TAG = "lab/worker_pid"
+WORKER_PID_TAG = keys.tag("worker_pid")
 
 
 def code_fingerprint() -> tuple:

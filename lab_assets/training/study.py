@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 from pydantic import Field
 
-from lab_assets.core import storage
+from lab_assets.core import key_records, keys
 from lab_assets.core.registry import digest
 from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
 from lab_assets.training.corpus import CorpusConfig
@@ -183,7 +183,7 @@ class Trial:
     @property
     def cell(self) -> str:
         """The `gpt_model` partition key string (dimensions by name: corpus, then trial)."""
-        return f"{self.corpus}|{self.key}"
+        return keys.cell_key(self.corpus, self.key)
 
     def ledger_row(self, run_id: str) -> dict[str, Any]:
         """The row's identity columns; the result columns are added by whoever records it."""
@@ -200,24 +200,16 @@ class Trial:
                 "noise": self.noise, "config": self.config.model_dump(mode="json")}
 
 
-def _record_path(kind: str, key: str) -> str:
-    return storage.url("keys", kind, f"{key}.json")
-
-
 def save(study: Study, trial: Trial | None = None) -> None:
-    """What the study, its corpus key and (optionally) a trial key mean."""
-    storage.write_json(_record_path("study", study.name), study.to_json())
-    storage.write_json(_record_path("corpus", study.corpus.key), study.corpus.model_dump(mode="json"))
+    """What the study, its corpus key and (optionally) a trial key mean (core/key_records.py)."""
+    key_records.write("study", study.name, study.to_json())
+    key_records.write("corpus", study.corpus.key, study.corpus.model_dump(mode="json"))
     if trial is not None:
-        storage.write_json(_record_path("trial", trial.key), trial.to_json())
+        key_records.write("trial", trial.key, trial.to_json())
 
 
 def _read(kind: str, key: str) -> dict[str, Any]:
-    try:
-        return storage.read_json(_record_path(kind, key))
-    except storage.MissingAssetError:
-        raise StudyError(f"{kind} key {key!r} has no record at {_record_path(kind, key)}: "
-                         "register it with `lab study run <file>` (or the study_loop sensor)") from None
+    return key_records.read(kind, key, "`lab study run <file>` (or the study_loop sensor)")
 
 
 def corpus_config(key: str) -> CorpusConfig:

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from lab_assets.core import checkpoints, storage
 from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.core import backend as backends
 from lab_assets.training import gpt
 from lab_assets.training.config import TrainConfig
@@ -28,18 +29,6 @@ from lab_assets.training.corpus import VOCAB_SIZE
 
 # A byte model starts at ln(256) = 5.5 nats; a loss this high means the run has blown up.
 EXPLODED_LOSS = 100.0
-
-
-class TrainingDiverged(RuntimeError):
-    """NaN or exploding training loss: the trial failed, fast, instead of burning its budget."""
-
-    def __init__(self, step: int, loss: float, lr: float):
-        self.step = step
-        kind = "NaN" if math.isnan(loss) else "inf" if math.isinf(loss) else f"{loss:.4g} > {EXPLODED_LOSS:g}"
-        super().__init__(
-            f"training diverged at step {step}: loss {kind} (lr {lr:.3g}); "
-            "lower lr/embedding_lr, add warmup_steps or keep grad_clip on"
-        )
 
 
 @dataclass
@@ -183,7 +172,10 @@ def train(
             optimizer.zero_grad(set_to_none=True)
             loss_f = loss.item()  # also waits for the device, so the step's time is real
             if not math.isfinite(loss_f) or loss_f > EXPLODED_LOSS:
-                raise TrainingDiverged(step, loss_f, optimizer.param_groups[0]["lr"])
+                raise TrainingDiverged(
+                    "gpt", "step", step, loss_f, optimizer.param_groups[0]["lr"],
+                    "lower lr/embedding_lr, add warmup_steps or keep grad_clip on", limit=EXPLODED_LOSS,
+                )
             step += 1
             # Compilation happens in a process's first step: not training time (as autoresearch).
             if not (first and b.compile):

@@ -15,7 +15,7 @@ import pandas as pd
 from lab_assets.defs import checks
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import lineage, storage, tracking
+from lab_assets.core import keys, lineage, storage, tracking
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version, metric_spec
 from lab_assets.core.checkpoints import Checkpoint
@@ -38,8 +38,8 @@ class BadEmbeddingError(ValueError):
 
 
 def _cell(context: dg.AssetExecutionContext) -> tuple[str, str, str]:
-    keys = context.partition_key.keys_by_dimension
-    return keys["data"], keys["method"], f"{keys['data']}|{keys['method']}"
+    data, method = keys.parse_cell_key(context.partition_key)
+    return data, method, keys.cell_key(data, method)
 
 
 def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:

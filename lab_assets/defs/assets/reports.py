@@ -13,7 +13,7 @@ import pandas as pd
 
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import lineage, storage
+from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.assets.datasets import content_version
 from lab_assets.defs.assets.experiments import metrics
 from lab_assets.defs.partitions import SWEEP
@@ -64,7 +64,7 @@ def report_dir(sweep_name: str) -> str:
 
 def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
     """The sweep's rows, with readable dataset/method labels, its requested metric columns."""
-    cells = set(f"{d}|{m}" for d, m in sweep.cells)
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
     rows = table[table["partition"].isin(cells)].copy()
     wanted = [m.column for m in sweep.metrics if m.column in rows.columns]
     rows["dataset_label"] = rows["data"].str.replace(r"~s\d+$", "", regex=True)
@@ -86,7 +86,7 @@ def write_report(sweep: Sweep) -> dict[str, str]:
     first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
     panels = {}
     for d, m in sweep.cells:
-        path = storage.asset_path("embedding", f"{d}|{m}")
+        path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
             panels[(d, m)] = storage.read_parquet(path)
     from lab_assets.dr import figures  # matplotlib: only where a report is drawn

@@ -15,7 +15,8 @@ import sys
 import dagster as dg
 
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import lineage, storage
+from lab_assets.core import key_records, keys, lineage, storage
+from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.core.registry import source_file
 from lab_assets.defs.partitions import CORPUS, STUDY, TRIAL_CELL, TRIAL_TO_CORPUS
 from lab_assets.training import corpus as corpora, ledger, study as studies
@@ -65,10 +66,10 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     from lab_assets.core import backend
     from lab_assets.training import train
 
-    keys = context.partition_key.keys_by_dimension
-    cell = f"{keys['corpus']}|{keys['trial']}"
-    trial = studies.trial(keys["trial"])
-    df = storage.read_parquet(storage.asset_path("corpus", keys["corpus"]))
+    corpus_key, trial_key = keys.parse_cell_key(context.partition_key)
+    cell = keys.cell_key(corpus_key, trial_key)
+    trial = studies.trial(trial_key)
+    df = storage.read_parquet(storage.asset_path("corpus", corpus_key))
     b = backend.detect()
     row = trial.ledger_row(context.run.run_id)
     with lineage.timed() as t:
@@ -77,7 +78,7 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
                 trial.config, corpora.tokens(df, "train"), corpora.tokens(df, "val"),
                 storage.asset_path("gpt_model", cell, ".ckpt.pt"), b, context.log.info,
             )
-        except train.TrainingDiverged as e:
+        except TrainingDiverged as e:
             ledger.append(trial.study, {**row, "status": "crash", "steps": e.step, "error": str(e),
                                         "wall_seconds": t.wall_seconds}, trial.noise)
             raise
@@ -109,8 +110,7 @@ def ledger_version(study: str) -> str:
 @dg.observable_source_asset(partitions_def=STUDY, group_name=GROUP)
 def study_ledger() -> dg.DataVersionsByPartition:
     """Each study's ledger (one row per trial; TSV and Parquet beside the journal)."""
-    names = [p.rsplit("/", 1)[-1].removesuffix(".json") for p in storage.glob(storage.url("keys", "study", "*.json"))]
-    return dg.DataVersionsByPartition({name: ledger_version(name) for name in names})
+    return dg.DataVersionsByPartition({name: ledger_version(name) for name in key_records.keys("study")})
 
 
 TRAINING_ASSETS = [corpus, gpt_model, study_ledger]

@@ -15,10 +15,7 @@ from torch import nn
 from lab_assets.core import checkpoints
 from lab_assets.core import backend
 from lab_assets.core.checkpoints import Checkpoint
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss became NaN/inf: the learning rate is too high or the data is badly scaled."""
+from lab_assets.core.diverged import TrainingDiverged
 
 
 def _mlp(sizes: list[int]) -> nn.Sequential:
@@ -84,9 +81,8 @@ class Autoencoder:
                 total += loss.item() * len(batch)
             self.losses.append(total / len(data))
             if not np.isfinite(self.losses[-1]):
-                raise TrainingDivergedError(
-                    f"autoencoder: training loss is {self.losses[-1]} at epoch {epoch + 1}; lower lr (now {self.lr})"
-                )
+                # The learning rate is too high or the data is badly scaled.
+                raise TrainingDiverged("autoencoder", "epoch", epoch + 1, self.losses[-1], self.lr, "lower lr")
             if checkpoint and checkpoint.due(epoch + 1) and epoch + 1 < self.epochs:
                 checkpoint.save({"model": self.net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch + 1, "losses": self.losses})
         self.net.eval().cpu()

@@ -1,0 +1,42 @@
+"""What each partition key means: one small JSON record per key under `keys/<kind>/<key>.json`
+of the storage root.
+
+Dagster stores dynamic partition keys, not what they stand for. Whoever registers a key (a sweep:
+`dr/keystore.py`; a study, its corpus and trials: `training/study.py`) writes its record here
+first, and assets look their configuration up by key, so a partition materialized from the UI
+computes exactly what was declared.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from lab_assets.core import storage
+
+
+class UnknownKeyError(KeyError):
+    """A key with no record: it was never registered (or the storage root changed)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def path(kind: str, key: str) -> str:
+    return storage.url("keys", kind, f"{key}.json")
+
+
+def write(kind: str, key: str, record: dict[str, Any]) -> None:
+    storage.write_json(path(kind, key), record)
+
+
+def read(kind: str, key: str, register_with: str) -> dict[str, Any]:
+    """`register_with`: the command that writes such records, for the error message."""
+    try:
+        return storage.read_json(path(kind, key))
+    except storage.MissingAssetError:
+        raise UnknownKeyError(f"{kind} key {key!r} has no record at {path(kind, key)}: register it with {register_with}") from None
+
+
+def keys(kind: str) -> list[str]:
+    return sorted(PurePosixPath(p).stem for p in storage.glob(path(kind, "*")))

@@ -1,0 +1,138 @@
+"""The work to materialize, as ordered phases of runs, derived in one place: `sweep_work` from a
+sweep's plan, `report_work` for a sweep's report alone, `Work.single` for the study loop's next
+run (`study_loop.advance`).
+
+Whatever executes it gets the same description: the runner (lab_assets/runner: worker processes
+on this machine, or a webserver's queue, which on a cluster whose instance uses K8sRunLauncher
+is one Kubernetes Job per run) waits for each phase before the next; the daemon gets it as the
+requests a sensor returns (`requests`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.events import AssetKeyPartitionKey
+
+from lab_assets.core import keys
+from lab_assets.core.k8s_resources import k8s_tags
+from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, job_name
+from lab_assets.defs.partitions import cell_key
+from lab_assets.defs.plan import FRESH, SweepPlan
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.sweep import Sweep
+
+SWEEP_TAG = keys.tag("sweep")
+UNCHANGED = "unchanged since its last materialization"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run: one partition of one job (a kind from defs/jobs.py)."""
+
+    job: str
+    partition: str | dg.MultiPartitionKey | None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    assets: tuple[str, ...] = ()  # what a backfill requests of this partition
+    needs: tuple[str, str] | None = None  # (job, partition) of an earlier run it reads: skipped if that one failed
+    run_key: str | None = None  # makes a repeated sensor request launch once
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """A partition the plan found up to date: reported, not run."""
+
+    job: str
+    partition: str
+    why: str = UNCHANGED
+
+
+@dataclass(frozen=True)
+class Phase:
+    label: str  # what progress displays call it
+    runs: tuple[Run, ...]
+    fresh: tuple[Fresh, ...] = ()
+    in_order: bool = False  # each run reads the one before it (the report reads the metric table)
+    recheck: bool = False  # derived again from a new plan when an earlier phase ran anything
+
+
+@dataclass(frozen=True)
+class Work:
+    phases: tuple[Phase, ...]
+    tags: Mapping[str, str] = field(default_factory=dict)  # on every run (and on a backfill)
+    # The same derivation from a new plan; phases marked `recheck` are taken from it.
+    recheck: Callable[[], Work] | None = None
+
+    @staticmethod
+    def single(run: Run, tags: Mapping[str, str] | None = None) -> Work:
+        return Work((Phase(run.job, (run,)),), tags or {})
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for p in self.phases for r in p.runs]
+
+
+def _tables(sweep: Sweep, due: bool) -> Phase:
+    """The consolidated metric table, then the sweep's report (it reads the table)."""
+    table, report = (METRIC_TABLE, None), (REPORT, sweep.name)
+    if not due:
+        return Phase("report", (), (Fresh(*table), Fresh(*report)))
+    return Phase("report", (Run(*table, assets=("metric_table",)), Run(*report, assets=("report",), needs=table)), in_order=True)
+
+
+def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) -> Work:
+    """Exactly the plan's missing or stale partitions, datasets before the cells that read them,
+    then the tables they feed. `recheck`: a new plan, taken after the datasets ran (a dataset
+    re-materialized with unchanged content leaves its cells fresh)."""
+    sweep = plan.sweep
+    # Only trainable methods have a `model`: a backfill counts a requested partition that its
+    # run skips as failed.
+    trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
+    resources = {m.key: k8s_tags(m.resources) for m in sweep.methods}
+    datasets = Phase(
+        "datasets",
+        tuple(Run(DATASETS, d, assets=("raw_dataset", "dataset")) for d in plan.pending_data()),
+        tuple(Fresh(DATASETS, d) for d, s in plan.datasets.items() if s.status == FRESH),
+    )
+    cells = Phase(
+        "cells",
+        tuple(
+            Run(CELLS, cell_key(c.data, c.method), resources[c.method],
+                ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics"),
+                needs=(DATASETS, c.data))
+            for c in plan.pending_cells()
+        ),
+        tuple(Fresh(CELLS, c.partition) for c in plan.cells if c.status == FRESH),
+        recheck=True,
+    )
+    due = bool(datasets.runs or cells.runs) or plan.report.status != FRESH
+    return Work(
+        (datasets, cells, _tables(sweep, due)),
+        {SWEEP_TAG: sweep.name},
+        None if recheck is None else lambda: sweep_work(recheck()),
+    )
+
+
+def report_work(sweep: Sweep) -> Work:
+    """The sweep's report, whatever its status (`lab report`)."""
+    return Work((_tables(sweep, True),), {SWEEP_TAG: sweep.name})
+
+
+def requests(work: Work, asset_graph=None) -> list[dg.RunRequest]:
+    """The work for the daemon, as a sensor's run requests. One run is one request (its run key
+    makes a repeated request launch once); more runs are one backfill of their assets'
+    partitions (of `asset_graph`: the sensor's `context.repository_def.asset_graph`), which the
+    daemon runs in the asset graph's order, as the phases say."""
+    runs = work.runs
+    if len(runs) == 1:
+        (run,) = runs
+        return [dg.RunRequest(job_name=job_name(run.job), partition_key=run.partition, run_key=run.run_key,
+                              tags={**work.tags, **run.tags})]
+    wanted = {AssetKeyPartitionKey(dg.AssetKey(a), r.partition) for r in runs for a in r.assets}
+    if not wanted:
+        return []
+    subset = AssetGraphSubset.from_asset_partition_set(wanted, asset_graph)
+    return [dg.RunRequest.for_asset_graph_subset(subset, tags=dict(work.tags))]

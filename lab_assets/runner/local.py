@@ -1,0 +1,103 @@
+"""Runs on this machine: each run is one in-process Dagster run against the project's instance,
+so it shows up in the UI exactly as if launched there (run, logs, materializations, lineage).
+
+Runs are spread over a pool of worker processes, one per core, each single-threaded: sweeps are
+many independent cells, so process-level parallelism keeps every core busy without BLAS
+oversubscription. The pool lives as long as the target (imports and numba compilation are paid
+once per worker, not per phase).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import cache
+
+from lab_assets.core.threads import SINGLE_THREADED
+from lab_assets.defs.jobs import job_name
+from lab_assets.defs.work import Run
+from lab_assets.runner.run import FAILED, MATERIALIZED, Outcome, name
+from lab_assets.runtime.instance import get_instance
+
+# The run's full event log is in the instance (and the UI); the terminal gets errors only.
+QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+
+
+@cache
+def definitions():
+    from lab_assets.defs.definitions import defs  # loading them costs ~1 s: not for `lab --help`
+
+    return defs
+
+
+def _root_cause(error) -> str:
+    """The user's exception, not Dagster's wrapper around it."""
+    if error is None:
+        return "failed (see the run's logs)"
+    while error.cause is not None:
+        error = error.cause
+    message = error.message.strip()
+    if not error.cls_name:
+        return message
+    # Dagster's message usually starts with the class name already, sometimes fully qualified.
+    message = re.sub(rf"^(?:[\w.]+\.)?{re.escape(error.cls_name)}: ", "", message)
+    return f"{error.cls_name}: {message}"
+
+
+def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
+    """One Dagster run of one partition, in this process."""
+    start = time.perf_counter()
+    result = definitions().resolve_job_def(job_name(run.job)).execute_in_process(
+        instance=get_instance(), partition_key=run.partition, run_config=QUIET,
+        tags={**tags, **run.tags}, raise_on_error=False,
+    )
+    errors = [_root_cause(e.step_failure_data.error) for e in result.all_events if e.is_step_failure]
+    status = MATERIALIZED if result.success else FAILED
+    return Outcome(run.job, name(run.partition), status, "\n".join(errors), time.perf_counter() - start, result.run_id)
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class LocalWorkers:
+    """A `Target`: `workers` spawned processes, or this process when `workers` <= 1. A context
+    manager: the pool is shut down on exit."""
+
+    def __init__(self, workers: int):
+        self.pool: ProcessPoolExecutor | None = None
+        self._saved: dict[str, str | None] = {}
+        if workers > 1:
+            # Workers are single-threaded through the environment, set before they spawn.
+            self._saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
+            os.environ.update(SINGLE_THREADED)
+            # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def __enter__(self) -> LocalWorkers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+        for k, v in self._saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
+        outcomes = []
+        if self.pool is None:
+            for r in runs:
+                outcomes.append(execute_run(r, tags))
+                on_done(outcomes[-1])
+            return outcomes
+        for f in as_completed([self.pool.submit(execute_run, r, tags) for r in runs]):
+            outcomes.append(f.result())
+            on_done(outcomes[-1])
+        return outcomes

@@ -1,0 +1,108 @@
+"""The one runner: `run(work, target)` executes a `Work` (defs/work.py: ordered phases of runs)
+on a `Target` and accounts for every partition in one way (`Outcome`).
+
+Targets: `local.LocalWorkers` (worker processes on this machine, or this process) and
+`webserver.Webserver` (a webserver's queue and run launcher: on a cluster whose instance uses
+K8sRunLauncher, one Kubernetes Job per run). The daemon is the fourth place work runs; sensors
+hand it the same `Work` through `defs.work.requests`, since defs may not import the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+from lab_assets.defs.jobs import WHAT
+from lab_assets.defs.plan import SweepPlan
+from lab_assets.defs.work import Run, Work
+
+MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"
+
+
+@dataclass
+class Outcome:
+    job: str  # the run's kind (defs/jobs.py)
+    partition: str
+    status: str  # MATERIALIZED, FRESH, FAILED or SKIPPED
+    why: str = ""  # the root cause of a failure, what a skipped run needed, why a partition is fresh
+    seconds: float = 0.0
+    run_id: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (MATERIALIZED, FRESH)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def name(partition) -> str:
+    """A partition as outcomes and messages show it: its key string, "" for none."""
+    return "" if partition is None else str(partition)
+
+
+class Target(Protocol):
+    """Where runs execute; used in a `with` block (a target may hold worker processes)."""
+
+    def __enter__(self) -> Target: ...
+
+    def __exit__(self, *exc) -> None: ...
+
+    def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
+        """Run these (independent) runs, each with `tags` added, and return when all have finished."""
+        ...
+
+
+@dataclass
+class Result:
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+    before: SweepPlan | None = None  # the plan a sweep's work was derived from
+
+    def of(self, status: str, job: str | None = None) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == status and job in (None, o.job)]
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return self.of(FAILED)
+
+    @property
+    def skipped(self) -> list[Outcome]:
+        return self.of(SKIPPED)
+
+    def count(self, job: str, status: str = MATERIALIZED) -> int:
+        return len(self.of(status, job))
+
+
+Progress = Callable[[str, int], Callable[[Outcome], None]]
+
+
+def no_progress(label: str, total: int) -> Callable[[Outcome], None]:
+    return lambda outcome: None
+
+
+def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
+    """Execute the work's phases in order on `target`. A run whose `needs` failed is skipped (a
+    cell whose dataset failed); partitions the plan found fresh are reported as such.
+    `progress(label, total)` returns a callback called once per finished or skipped run of a phase."""
+    result = Result()
+    failed: set[tuple[str, str]] = set()
+    for i, phase in enumerate(work.phases):
+        if phase.recheck and work.recheck is not None and any(o.status != FRESH for o in result.outcomes):
+            phase = work.recheck().phases[i]
+        result.outcomes += [Outcome(f.job, name(f.partition), FRESH, f.why) for f in phase.fresh]
+        done = progress(phase.label, len(phase.runs))
+        for batch in [[r] for r in phase.runs] if phase.in_order else [phase.runs]:
+            todo = []
+            for r in batch:
+                if r.needs is not None and (r.needs[0], name(r.needs[1])) in failed:
+                    result.outcomes.append(Outcome(r.job, name(r.partition), SKIPPED, f"its {WHAT[r.needs[0]]} failed"))
+                    done(result.outcomes[-1])
+                else:
+                    todo.append(r)
+            if todo:
+                outcomes = target.execute(todo, dict(work.tags), done)
+                result.outcomes += outcomes
+                failed |= {(o.job, o.partition) for o in outcomes if o.status == FAILED}
+    return result

@@ -1,0 +1,44 @@
+"""A sweep through the runner: register its keys, plan, derive the work, run it where asked."""
+
+from __future__ import annotations
+
+import time
+from lab_assets.defs.plan import SweepPlan, make_plan
+from lab_assets.defs.register import register
+from lab_assets.defs.work import report_work, sweep_work
+from lab_assets.dr.sweep import Sweep
+from lab_assets.runner.local import LocalWorkers, default_workers, definitions
+from lab_assets.runner.run import Progress, Result, no_progress, run
+from lab_assets.runner.webserver import Webserver
+from lab_assets.runtime.instance import get_instance
+
+
+def plan(sweep: Sweep) -> SweepPlan:
+    """What is fresh, stale or missing now (read-only)."""
+    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
+
+
+def register_and_plan(sweep: Sweep) -> SweepPlan:
+    register(get_instance(), sweep)
+    return plan(sweep)
+
+
+def run_sweep(sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None) -> Result:
+    """Materialize the sweep's missing or stale partitions: on `workers` local processes (default
+    one per core), or through the webserver at `submit`."""
+    start = time.perf_counter()
+    before = register_and_plan(sweep)
+    # Planned again after the datasets ran: one plan is a stale-status query per cell (~15 ms).
+    work = sweep_work(before, recheck=lambda: plan(sweep))
+    target = Webserver(submit) if submit else LocalWorkers(min(workers or default_workers(), len(before.pending_cells())))
+    with target:
+        result = run(work, target, progress or no_progress)
+    result.before, result.seconds = before, time.perf_counter() - start
+    return result
+
+
+def materialize_report(sweep: Sweep) -> Result:
+    """`lab report`: the metric table and the sweep's report, here, whatever their status."""
+    register_and_plan(sweep)
+    with LocalWorkers(1) as here:
+        return run(report_work(sweep), here)

@@ -1,0 +1,81 @@
+"""Runs launched through a running Dagster webserver (`lab sweep run FILE --submit URL`).
+
+Each run is launched by job name with its partition's tags through the webserver's GraphQL API
+(dagster-graphql's `DagsterGraphQLClient`), so the instance behind it decides where it runs: its
+queue's limits apply, and with K8sRunLauncher each run is one Kubernetes Job whose pod carries
+the method's `resources:` (the run's `dagster-k8s/config` tag). This target waits until every
+run of a batch has finished, so the runner's phases keep their order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
+
+from dagster import DagsterRunStatus
+
+from lab_assets.defs.jobs import job_name, partition_tags
+from lab_assets.defs.work import Run
+from lab_assets.runner.run import FAILED, MATERIALIZED, Outcome, name
+
+DONE = {DagsterRunStatus.SUCCESS: MATERIALIZED, DagsterRunStatus.FAILURE: FAILED, DagsterRunStatus.CANCELED: FAILED}
+POLL_SECONDS = 1.0
+
+
+class SubmitError(RuntimeError):
+    """The webserver refused a launch or could not be reached."""
+
+
+class Webserver:
+    """A `Target`: the webserver at `url` (http[s]://host[:port][/prefix])."""
+
+    def __init__(self, url: str):
+        from dagster_graphql import DagsterGraphQLClient  # requests + gql: only when submitting
+
+        self.url = url.rstrip("/")
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SubmitError(f"{url}: expected a webserver URL such as http://127.0.0.1:3000")
+        self.client = DagsterGraphQLClient(
+            parts.hostname, port_number=parts.port, use_https=parts.scheme == "https", path_prefix=parts.path, timeout=60,
+        )
+
+    def __enter__(self) -> Webserver:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Nothing to release: runs outlive the client (they belong to the webserver's instance)."""
+
+    def _call(self, what: str, fn: Callable, *args, **kwargs):
+        import requests
+        from dagster_graphql import DagsterGraphQLClientError
+
+        try:
+            return fn(*args, **kwargs)
+        except DagsterGraphQLClientError as e:
+            if isinstance(e.__cause__, requests.exceptions.ConnectionError):
+                raise SubmitError(f"cannot reach the Dagster webserver at {self.url} ({what})") from None
+            # The client's errors are (kind, message) pairs: "JobNotFoundError", "No jobs with the name ...".
+            raise SubmitError(f"{self.url} refused {what}: {': '.join(str(a) for a in e.args)}") from None
+
+    def _launch(self, run: Run, tags: dict[str, str]) -> str:
+        what = f"launching {run.job} {name(run.partition)}".rstrip()
+        tags = {**tags, **run.tags, **partition_tags(run.job, run.partition)}
+        return self._call(what, self.client.submit_job_execution, job_name(run.job), tags=tags)
+
+    def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
+        start = time.perf_counter()
+        pending = {self._launch(r, tags): r for r in runs}
+        outcomes = []
+        while pending:
+            time.sleep(POLL_SECONDS)
+            for run_id, r in list(pending.items()):
+                status = self._call(f"status of run {run_id}", self.client.get_run_status, run_id)
+                if status not in DONE:
+                    continue
+                del pending[run_id]
+                why = "" if status == DagsterRunStatus.SUCCESS else f"run {status.value.lower()}: see run {run_id} in the UI"
+                outcomes.append(Outcome(r.job, name(r.partition), DONE[status], why, time.perf_counter() - start, run_id))
+                on_done(outcomes[-1])
+        return outcomes
