@@ -63,13 +63,13 @@ def test_tiny_sweep_on_s3(lab, s3):
     result = run_sweep(sweep, workers=1)
     assert not result.failed and result.count("cells") == 4
 
-    keys = objects(s3, "lab/")
+    stored = objects(s3, "lab/")
     cells = [f"{d}/{m}" for d, m in sweep.cells]
     for asset in ("embedding", "metrics"):
-        assert [k for k in keys if k.startswith(f"lab/assets/{asset}/")] == sorted(f"lab/assets/{asset}/{c}.parquet" for c in cells)
-    assert "lab/assets/metric_table.parquet" in keys
-    assert {f"lab/reports/tiny/{n}" for n in ("metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png")} <= set(keys)
-    assert sum(k.startswith("lab/keys/") for k in keys) == len(sweep.data) + len(sweep.methods) + 1
+        assert [k for k in stored if k.startswith(f"lab/assets/{asset}/")] == sorted(f"lab/assets/{asset}/{c}.parquet" for c in cells)
+    assert "lab/assets/metric_table.parquet" in stored
+    assert {f"lab/reports/tiny/{n}" for n in ("metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png")} <= set(stored)
+    assert sum(k.startswith("lab/keys/") for k in stored) == len(sweep.data) + len(sweep.methods) + 1
     assert not (lab / ".lab" / "assets").exists()  # nothing went to the local disk
 
     body = s3.get_object(Bucket=BUCKET, Key="lab/assets/metric_table.parquet")["Body"].read()

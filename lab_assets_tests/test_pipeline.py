@@ -13,6 +13,7 @@ from lab_assets.defs.jobs import CELLS
 from lab_assets.defs.partitions import cell_key
 from lab_assets.defs.work import Run
 from lab_assets.runner.local import definitions, execute_run
+from lab_assets.runner.run import MATERIALIZED
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS
@@ -85,7 +86,8 @@ def test_tiny_sweep_end_to_end(lab):
     # Nothing to do the second time.
     assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 4}
     again = run_sweep(sweep, workers=1)
-    assert again.outcomes == []
+    assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
+    assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4 and again.count("report", FRESH) == 1
 
 
 def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
@@ -98,7 +100,7 @@ def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
     assert {p for p, s in states.items() if s == FRESH} == {p for p in states if "|isomap-" in p}
 
     result = run_sweep(sweep, workers=1)
-    assert sorted(o.partition for o in result.outcomes if o.job == "cells") == sorted(p for p in states if "|pca-" in p)
+    assert sorted(o.partition for o in result.of(MATERIALIZED, "cells")) == sorted(p for p in states if "|pca-" in p)
     assert result.count("datasets") == 0
     assert plan(sweep).counts[FRESH] == 4
 

@@ -28,8 +28,8 @@ def test_ui_serves_partitions_and_materializes_one(lab):
         assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
 
         dims = graphql(port, PARTITIONS)["assetNodeOrError"]["partitionKeysByDimension"]
-        keys = {d["name"]: sorted(d["partitionKeys"]) for d in dims}
-        assert keys == {"data": sorted(d.key for d in sweep.data), "method": sorted(m.key for m in sweep.methods)}
+        by_dimension = {d["name"]: sorted(d["partitionKeys"]) for d in dims}
+        assert by_dimension == {"data": sorted(d.key for d in sweep.data), "method": sorted(m.key for m in sweep.methods)}
 
         cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
         params = {"partitionNames": [cell], "assetSelection": [{"path": ["embedding"]}, {"path": ["metrics"]}]}

@@ -48,16 +48,23 @@ class Webserver:
         """Nothing to release: runs outlive the client (they belong to the webserver's instance)."""
 
     def _call(self, what: str, fn: Callable, *args, **kwargs):
-        import requests
         from dagster_graphql import DagsterGraphQLClientError
 
         try:
             return fn(*args, **kwargs)
         except DagsterGraphQLClientError as e:
-            if isinstance(e.__cause__, requests.exceptions.ConnectionError):
+            causes = []
+            cause = e.__cause__
+            while cause is not None:
+                causes.append(cause)
+                cause = cause.__cause__
+            # Unreachable: a connection error (an OSError) under the gql transport's wrapper.
+            if any(isinstance(c, OSError) for c in causes):
                 raise SubmitError(f"cannot reach the Dagster webserver at {self.url} ({what})") from None
-            # The client's errors are (kind, message) pairs: "JobNotFoundError", "No jobs with the name ...".
-            raise SubmitError(f"{self.url} refused {what}: {': '.join(str(a) for a in e.args)}") from None
+            # Refused: (kind, message), e.g. ("JobNotFoundError", "No jobs with the name ..."); other
+            # errors carry the whole query as their message, and the reason in their cause.
+            detail = ": ".join(map(str, e.args)) if len(e.args) > 1 or not causes else str(causes[0])
+            raise SubmitError(f"{self.url} refused {what}: {detail}") from None
 
     def _launch(self, run: Run, tags: dict[str, str]) -> str:
         what = f"launching {run.job} {name(run.partition)}".rstrip()

@@ -1,0 +1,139 @@
+"""The runner (runner/run.py): one accounting of outcomes whatever the target, phases in order,
+skips with their reason; the webserver target's errors; the work as the daemon gets it."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lab_assets.core import keys
+from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
+from lab_assets.defs.partitions import cell_key, trial_cell_key
+from lab_assets.defs.work import Fresh, Phase, Run, Work, requests
+from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run
+from lab_assets.runner.webserver import SubmitError, Webserver
+from lab_assets.dr.sweep import load_sweep
+from lab_assets_tests.conftest import free_port, lab_cli
+
+
+class Recorder:
+    """A target that fails the partitions it is told to, and records what ran with which tags."""
+
+    def __init__(self, failing=()):
+        self.failing, self.batches = set(failing), []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def execute(self, runs, tags, on_done):
+        self.batches.append([(r.job, name(r.partition), {**tags, **r.tags}) for r in runs])
+        outcomes = [Outcome(r.job, name(r.partition), FAILED if name(r.partition) in self.failing else MATERIALIZED, "boom")
+                    for r in runs]
+        for o in outcomes:
+            on_done(o)
+        return outcomes
+
+
+def _sweep_like_work(recheck=None) -> Work:
+    cells = [Run(CELLS, cell_key(d, m), {"t": m}, needs=(DATASETS, d)) for d in ("a", "b") for m in ("x", "y")]
+    return Work((
+        Phase("datasets", (Run(DATASETS, "a"), Run(DATASETS, "b")), (Fresh(DATASETS, "c"),)),
+        Phase("cells", tuple(cells), (Fresh(CELLS, "c|x"),), recheck=True),
+        Phase("report", (Run(METRIC_TABLE, None), Run(REPORT, "s", needs=(METRIC_TABLE, None))), in_order=True),
+    ), {"lab_assets/sweep": "s"}, recheck)
+
+
+def test_outcomes_say_materialized_fresh_failed_or_skipped_and_why():
+    ticks = []
+    result = run(_sweep_like_work(), Recorder(failing={"b"}), lambda label, total: lambda o: ticks.append((label, total, o.status)))
+    by = {(o.job, o.partition): o for o in result.outcomes}
+    assert by[DATASETS, "b"].status == FAILED and by[DATASETS, "a"].status == MATERIALIZED
+    assert by[DATASETS, "c"].status == FRESH and by[CELLS, "c|x"].status == FRESH
+    assert {p for (j, p), o in by.items() if o.status == SKIPPED} == {"b|x", "b|y"}
+    assert {o.why for o in result.skipped} == {"its dataset failed"}
+    assert result.count(CELLS) == 2 and result.count(CELLS, FRESH) == 1 and result.count(REPORT) == 1
+    # One tick per run of a phase, skipped runs included; a progress total per phase.
+    assert [(label, total) for label, total, _ in ticks] == [("datasets", 2)] * 2 + [("cells", 4)] * 4 + [("report", 2)] * 2
+
+
+def test_phases_run_in_order_with_the_works_tags_and_in_order_phases_one_run_at_a_time():
+    target = Recorder()
+    run(_sweep_like_work(), target)
+    assert [[(j, p) for j, p, _ in b] for b in target.batches] == [
+        [(DATASETS, "a"), (DATASETS, "b")],
+        [(CELLS, "a|x"), (CELLS, "a|y"), (CELLS, "b|x"), (CELLS, "b|y")],
+        [(METRIC_TABLE, "")],
+        [(REPORT, "s")],
+    ]
+    assert all(tags["lab_assets/sweep"] == "s" for b in target.batches for _, _, tags in b)
+    assert target.batches[1][0][2]["t"] == "x"  # a run's own tags on top of the work's
+
+
+def test_a_report_whose_metric_table_failed_is_skipped():
+    result = run(_sweep_like_work(), Recorder(failing={""}))
+    (skipped,) = result.skipped
+    assert (skipped.job, skipped.partition, skipped.why) == (REPORT, "s", "its metric table failed")
+
+
+def test_recheck_replaces_a_phase_only_after_an_earlier_phase_ran():
+    fresh_after_all = Work((Phase("datasets", ()), Phase("cells", (), (Fresh(CELLS, "a|x", "its dataset did not change"),), recheck=True),
+                            Phase("report", ())))
+    calls = []
+
+    def recheck():
+        calls.append(1)
+        return fresh_after_all
+
+    result = run(_sweep_like_work(recheck), Recorder())
+    assert calls == [1] and result.count(CELLS) == 0 and result.count(CELLS, FRESH) == 1
+    nothing_ran = Work((Phase("datasets", ()), *_sweep_like_work().phases[1:]), recheck=recheck)
+    run(nothing_ran, Recorder())
+    assert calls == [1]  # no earlier run: the first plan stands
+
+
+def test_one_run_is_one_run_request_with_its_run_key():
+    launch = Run(TRIAL, trial_cell_key("stdlib-abc", "tiny-e000-def"), {"lab_assets/exp": "0"}, run_key="tiny:t:0")
+    (request,) = requests(Work.single(launch, {"lab_assets/pid": "h:1"}))
+    assert request.job_name == job_name(TRIAL) and request.run_key == "tiny:t:0"
+    assert request.partition_key == "stdlib-abc|tiny-e000-def"
+    assert request.tags == {"lab_assets/pid": "h:1", "lab_assets/exp": "0"}
+
+
+def test_an_unreachable_webserver_is_a_submit_error_naming_the_url():
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(SubmitError, match=rf"cannot reach the Dagster webserver at {url} \(launching datasets a\)"):
+        Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
+    with pytest.raises(SubmitError, match="expected a webserver URL"):
+        Webserver("127.0.0.1:3000")
+
+
+def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
+    url = f"http://127.0.0.1:{free_port()}"
+    out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--submit", url, "--json", cwd=lab)
+    assert out.returncode == 1 and f"lab: cannot reach the Dagster webserver at {url}" in out.stderr
+    assert not out.stdout
+
+
+def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab):
+    pd.DataFrame(np.c_[np.arange(20.0), np.full(20, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n"))
+    sweep = load_sweep(path)
+    broken = next(d.key for d in sweep.data if d.dataset == "file")
+    skipped = sorted(keys.cell_key(broken, m.key) for m in sweep.methods)
+
+    text = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    assert text.returncode == 1
+    assert f"FAILED datasets {broken}: BadDataError: data " in text.stderr
+    assert all(f"SKIPPED cells {cell}: its dataset failed" in text.stderr for cell in skipped)
+    assert "4 cells materialized, 0 already fresh, 1 failed" in text.stdout
+
+    summary = json.loads(lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [(o["job"], o["partition"], o["status"]) for o in summary["failed"]] == [("datasets", broken, "failed")]
+    assert sorted(o["partition"] for o in summary["skipped"]) == skipped
+    assert {o["why"] for o in summary["skipped"]} == {"its dataset failed"}
+    assert summary["materialized"]["cells"] == 0 and summary["fresh"]["cells"] == 4
