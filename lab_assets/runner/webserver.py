@@ -21,6 +21,10 @@ from lab_assets.runner.run import FAILED, MATERIALIZED, Outcome, name
 
 DONE = {DagsterRunStatus.SUCCESS: MATERIALIZED, DagsterRunStatus.FAILURE: FAILED, DagsterRunStatus.CANCELED: FAILED}
 POLL_SECONDS = 1.0
+# The client asks for one run's status per request, so a poll looks at most this many unfinished
+# runs, oldest first (the queue starts runs in launch order): a 1,000-cell phase costs a few
+# requests per second, not a thousand.
+POLL_WINDOW = 16
 
 
 class SubmitError(RuntimeError):
@@ -77,9 +81,13 @@ class Webserver:
         outcomes = []
         while pending:
             time.sleep(POLL_SECONDS)
+            unfinished = 0
             for run_id, r in list(pending.items()):
+                if unfinished == POLL_WINDOW:
+                    break
                 status = self._call(f"status of run {run_id}", self.client.get_run_status, run_id)
                 if status not in DONE:
+                    unfinished += 1
                     continue
                 del pending[run_id]
                 why = "" if status == DagsterRunStatus.SUCCESS else f"run {status.value.lower()}: see run {run_id} in the UI"
