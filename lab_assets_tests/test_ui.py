@@ -55,11 +55,11 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     assert not result.failed, [o.why for o in result.failed]
     assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()
-    for outcome in result.outcomes:
+    for outcome in result.of("materialized"):
         run = inst.get_run_by_id(outcome.run_id)
         is_gpu_cell = outcome.job == "cells" and "|pca-" in outcome.partition
         assert (run.tags.get(GPU_TAG) == "true") == is_gpu_cell, outcome
         if outcome.job == "cells":
-            assert run.tags["dagster/partition/data"] + "|" + run.tags["dagster/partition/method"] == outcome.partition
+            assert keys.cell_key(run.tags["dagster/partition/data"], run.tags["dagster/partition/method"]) == outcome.partition
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
     assert {r.asset_materialization.partition for r in records} == {keys.cell_key(d, m) for d, m in sweep.cells}
