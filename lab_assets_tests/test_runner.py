@@ -2,6 +2,8 @@
 skips with their reason; the webserver target's errors; the work as the daemon gets it."""
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pandas as pd
@@ -109,6 +111,34 @@ def test_an_unreachable_webserver_is_a_submit_error_naming_the_url():
         Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
     with pytest.raises(SubmitError, match="expected a webserver URL"):
         Webserver("127.0.0.1:3000")
+
+
+class NoJobsHere(BaseHTTPRequestHandler):
+    """A GraphQL endpoint whose workspace has no code location."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"data": {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": []}}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_webserver_without_the_job_refuses_with_the_url_and_the_reason():
+    server = HTTPServer(("127.0.0.1", 0), NoJobsHere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with pytest.raises(SubmitError) as e:
+            Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
+    finally:
+        server.shutdown()
+    assert str(e.value) == f"{url} refused launching datasets a: JobNotFoundError: No jobs with the name `{job_name(DATASETS)}` exist"
 
 
 def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
