@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{result.count(CELLS, FRESH)} already fresh, {len(failed)} failed, in {result.seconds:.1f} s")
         _print_problems(result)
         _print_report(sweep.name)
-    return FAILED if failed or result.skipped else 0
+    return 0 if result.ok else FAILED
 
 
 def _print_problems(result) -> None:
@@ -138,16 +138,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     sweep = _load(args.file)
     result = materialize_report(sweep)
-    ok = not result.failed and not result.skipped
     _print_problems(result)
     if args.json:
         from lab_assets.core import storage
 
         out = _report_dir(sweep.name)
-        print(json.dumps({"sweep": sweep.name, "ok": ok, "report": out, "files": storage.glob(f"{out}/*")}, indent=2))
+        print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": storage.glob(f"{out}/*")}, indent=2))
     else:
         _print_report(sweep.name)
-    return 0 if ok else FAILED
+    return 0 if result.ok else FAILED
 
 
 def cmd_query(args: argparse.Namespace) -> int:

@@ -71,6 +71,11 @@ class Result:
     def skipped(self) -> list[Outcome]:
         return self.of(SKIPPED)
 
+    @property
+    def ok(self) -> bool:
+        """Nothing failed and nothing was skipped (exit code 0)."""
+        return not self.failed and not self.skipped
+
     def count(self, job: str, status: str = MATERIALIZED) -> int:
         return len(self.of(status, job))
 
