@@ -16,20 +16,17 @@ import time
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
-from dagster._utils.schedules import reverse_cron_string_iterator
 
 from lab_assets.dr.methods import METHODS
 from lab_assets.defs.register import register
 from lab_assets.defs.partitions import cell_key
 from lab_assets.defs.plan import FRESH, SweepPlan, make_plan
+from lab_assets.core import cron
 from lab_assets.core.settings import project_dir
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
+from lab_assets.runtime.backfills import backfill_request, backfill_running, partition_subset
 
 SWEEP_TAG = "lab_assets/sweep"
-SCHEDULE_TIMEZONE = "UTC"
 
 
 def sweep_files() -> list[Path]:
@@ -62,27 +59,26 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
-def pending_subset(plan: SweepPlan, asset_graph) -> AssetGraphSubset:
+def pending_subset(plan: SweepPlan, asset_graph):
     """Exactly the plan's missing or stale partitions, plus the tables they feed."""
     wanted = set()
     for data in plan.pending_data():
-        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), data) for a in ("raw_dataset", "dataset")}
+        wanted |= {(a, data) for a in ("raw_dataset", "dataset")}
     # Only trainable methods have a `model`: a requested partition that a run skips would count
     # as failed in the backfill.
     trainable = {m.key for m in plan.sweep.methods if METHODS[m.method].trainable}
     for cell in plan.pending_cells():
         key = cell_key(cell.data, cell.method)
         assets = ("model", "embedding", "metrics") if cell.method in trainable else ("embedding", "metrics")
-        wanted |= {AssetKeyPartitionKey(dg.AssetKey(a), key) for a in assets}
+        wanted |= {(a, key) for a in assets}
     if wanted or plan.report.status != FRESH:
-        wanted.add(AssetKeyPartitionKey(dg.AssetKey("metric_table"), None))
-        wanted.add(AssetKeyPartitionKey(dg.AssetKey("report"), plan.sweep.name))
-    return AssetGraphSubset.from_asset_partition_set(wanted, asset_graph)
+        wanted.add(("metric_table", None))
+        wanted.add(("report", plan.sweep.name))
+    return partition_subset(wanted, asset_graph)
 
 
 def _backfill_running(instance: dg.DagsterInstance, sweep: str) -> bool:
-    active = BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED], tags={SWEEP_TAG: sweep})
-    return instance.get_backfills_count(filters=active) > 0
+    return backfill_running(instance, {SWEEP_TAG: sweep})
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -98,7 +94,7 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             continue  # sweep_registry reports it
         if not sweep.schedule:
             continue
-        tick = next(reverse_cron_string_iterator(now, sweep.schedule, SCHEDULE_TIMEZONE)).timestamp()
+        tick = cron.last_tick(sweep.schedule, now)  # UTC
         if sweep.name not in last_tick:
             last_tick[sweep.name] = tick  # first sight: start with the next tick, not a past one
             continue
@@ -116,7 +112,7 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             context.log.info(f"{sweep.name}: everything fresh")
             continue
         context.log.info(f"{sweep.name}: backfill of {len(plan.pending_data())} datasets, {len(plan.pending_cells())} cells")
-        requests.append(dg.RunRequest.for_asset_graph_subset(subset, tags={SWEEP_TAG: sweep.name}))
+        requests.append(backfill_request(subset, tags={SWEEP_TAG: sweep.name}))
     return dg.SensorResult(run_requests=requests, cursor=json.dumps(last_tick))
 
 
