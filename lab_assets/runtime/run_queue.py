@@ -9,10 +9,10 @@ backfill of dr_benchmark. A look at the queue is two small SQLite queries.
 from __future__ import annotations
 
 import dagster as dg
-from dagster._core.run_coordinator import QueuedRunCoordinator
 
 
-class RunQueue(QueuedRunCoordinator):
+
+class RunQueue(dg.QueuedRunCoordinator):
     """QueuedRunCoordinator whose `dequeue_interval_seconds` may be a fraction."""
 
     def __init__(self, dequeue_interval_seconds: float | None = None, **kwargs):
