@@ -143,6 +143,13 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     assert [r.asset_materialization.partition for r in models] == [ae_cell]
     meta = models[0].asset_materialization.metadata
     assert meta["epochs"].value == 30 and meta["resumed_from_epoch"].value == 0 and meta["parameters"].value > 0
+    # The device the weights were on (`device: auto` on this CPU-only machine), not the request.
+    expected = "cuda:0" if torch.cuda.is_available() else "cpu"
+    assert meta["device"].value == expected
+    embeddings = {r.asset_materialization.partition: r.asset_materialization.metadata
+                  for r in inst.fetch_materializations(dg.AssetKey("embedding"), limit=10).records}
+    assert embeddings[ae_cell]["device"].value == expected
+    assert {m["device"].value for cell, m in embeddings.items() if cell != ae_cell} == {"cpu"}  # scikit-learn methods
     weights = checkpoints.from_bytes(storage.read_bytes(meta["path"].value))
     assert set(weights) >= {"mean", "scale"}
     # The embedding of a trainable method cannot be materialized without its model.

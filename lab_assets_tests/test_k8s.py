@@ -463,7 +463,7 @@ def test_k8s_tags_without_gpu():
 
 
 @pytest.mark.parametrize(
-    "quantity", ["4", "0.5", ".5", "500m", "16Gi", "1.5G", "128974848", "129e6", "123Mi", "1E3", 3, 2.5]
+    "quantity", ["4", "0.5", ".5", "500m", "100u", "16Gi", "1.5G", "128974848", "129e6", "123Mi", "1E3", 3, 2.5]
 )
 def test_k8s_quantities_accepted(quantity):
     k8s.k8s_tags({"cpu": quantity})
@@ -485,6 +485,9 @@ def test_k8s_quantities_accepted(quantity):
         ({"cpu": "0"}, r"resources\.cpu: must be greater than zero"),
         ({"cpu": None}, r"resources\.cpu: expected a Kubernetes quantity"),
         ({"cpu": float("nan")}, r"not a Kubernetes quantity"),
+        ({"cpu": "Infinity"}, r"not a Kubernetes quantity"),
+        ({"cpu": "1_000"}, r"not a Kubernetes quantity"),  # Python's Decimal would take these two
+        ({"cpu": "\uff11\uff12"}, r"not a Kubernetes quantity"),
         (["gpu"], r"resources: expected a mapping"),
     ],
 )

@@ -4,14 +4,14 @@ import json
 import time
 
 import dagster as dg
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._utils.schedules import reverse_cron_string_iterator
 
+from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.defs.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runtime.backfills import requested_partitions
 
 
 def evaluate(sensor, cursor=None):
@@ -49,7 +49,7 @@ def _with_schedule(lab, cron="0 3 * * *"):
 
 
 def _cursor_before_last_tick(cron="0 3 * * *"):
-    tick = next(reverse_cron_string_iterator(time.time(), cron, "UTC")).timestamp()
+    tick = last_tick(cron, time.time())
     return json.dumps({"tiny": tick - 86400})
 
 
@@ -61,12 +61,10 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     result = evaluate(sweep_schedules, _cursor_before_last_tick())
     [request] = result.run_requests
     assert request.tags[SWEEP_TAG] == "tiny"
-    subset = request.asset_graph_subset
-    graph = defs.resolve_asset_graph()
-    cells = {AssetKeyPartitionKey(dg.AssetKey("metrics"), dg.MultiPartitionKey({"data": d, "method": m})) for d, m in sweep.cells}
-    assert cells <= set(subset.iterate_asset_partitions())
-    assert {k.to_user_string() for k in subset.asset_keys} == {"raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
-    assert graph is not None
+    parts = requested_partitions(request)
+    cells = {("metrics", dg.MultiPartitionKey({"data": d, "method": m})) for d, m in sweep.cells}
+    assert cells <= parts
+    assert {asset for asset, _ in parts} == {"raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
 
     # The same tick again: handled already, no second backfill.
     assert evaluate(sweep_schedules, result.cursor).run_requests == []
@@ -85,7 +83,7 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     run_sweep(sweep, workers=1)
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
-    parts = set(request.asset_graph_subset.iterate_asset_partitions())
-    metrics = {p.partition_key.keys_by_dimension["method"] for p in parts if p.asset_key == dg.AssetKey("metrics")}
+    parts = requested_partitions(request)
+    metrics = {partition.keys_by_dimension["method"] for asset, partition in parts if asset == "metrics"}
     assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
-    assert not any(p.asset_key == dg.AssetKey("dataset") for p in parts)
+    assert not any(asset == "dataset" for asset, _ in parts)

@@ -66,6 +66,7 @@ def test_training_is_deterministic_and_learns(lab, text):
     assert a.val_bpb == b.val_bpb and a.steps == b.steps == 20 and a.resumed_from == 0
     assert all(torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict)
     assert a.val_bpb < 7.5 and a.mfu is None and a.tokens_per_second > 0
+    assert a.device == "cpu"  # where the weights were: what the gpt_model's lineage records
     assert not storage.exists(storage.url("a.ckpt"))  # removed once training completed
 
 

@@ -36,7 +36,6 @@ the sweep is planned, not twenty minutes later as a pod that is never scheduled.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from numbers import Real
 
@@ -50,28 +49,34 @@ ACCELERATOR_LABEL = "lab-assets/accelerator"  # node label lab-assets/accelerato
 ACCELERATOR_VALUE = "nvidia"
 KEYS = ("gpu", "cpu", "memory")
 
-# A Kubernetes resource.Quantity without a sign: digits with an optional fraction, then one
-# binary suffix (Ki..Ei), one decimal suffix (m, k, M, G, T, P, E) or a decimal exponent (e3).
-# Same grammar as k8s.io/apimachinery/pkg/api/resource (signs are rejected: requests are > 0).
-QUANTITY = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<suffix>[KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$")
+SUFFIXES = "n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei"
 
 
 def _quantity(name: str, value: object) -> str:
-    """A positive k8s quantity as a string ("4", "500m", "16Gi"); numbers are accepted as is."""
+    """A positive k8s quantity as a string ("4", "500m", "16Gi"); numbers are accepted as is.
+    Parsed by the Kubernetes client's `parse_quantity`; a sign, spaces or underscores (which
+    Python's Decimal would take) are refused first, as the API server refuses them."""
     if isinstance(value, bool) or not isinstance(value, (str, Real)):
         raise ValueError(f"resources.{name}: expected a Kubernetes quantity such as '4', '500m' or '16Gi', "
                          f"got {value!r}")
-    text = value.strip() if isinstance(value, str) else repr(value)
-    match = QUANTITY.match(text)
-    if not match:
-        raise ValueError(
-            f"resources.{name}: {value!r} is not a Kubernetes quantity "
-            "(a positive number with an optional suffix: m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei)"
-        )
-    if float(match["num"]) <= 0:
+    from kubernetes.utils import parse_quantity  # imported on use: parsing a sweep stays light
+
+    text = value.strip() if isinstance(value, str) else str(value)
+    not_a_quantity = ValueError(
+        f"resources.{name}: {value!r} is not a Kubernetes quantity (a positive number with an optional suffix: {SUFFIXES})"
+    )
+    if not text or not text.isascii() or text[0] in "+-" or any(c.isspace() or c == "_" for c in text):
+        raise not_a_quantity
+    try:
+        amount = parse_quantity(text)
+    except ValueError:
+        raise not_a_quantity from None
+    if not amount.is_finite():
+        raise not_a_quantity
+    if amount <= 0:
         raise ValueError(f"resources.{name}: must be greater than zero, got {value!r}")
-    if name == "memory" and match["suffix"] == "m":
-        raise ValueError(f"resources.memory: {value!r} means milli-bytes; did you mean {match['num']}Mi?")
+    if name == "memory" and text.endswith("m"):
+        raise ValueError(f"resources.memory: {value!r} means milli-bytes; did you mean {text[:-1]}Mi?")
     return text
 
 

@@ -46,10 +46,24 @@ def module_version(*files: str) -> str:
 
 
 @cache
-def device() -> str:
-    # The DR methods of this package run on the CPU; torch-backed methods report their own
-    # accelerator in their metadata.
-    return f"cpu ({platform.machine()}, {os.cpu_count()} cores)"
+def host() -> str:
+    """The machine: architecture and cores."""
+    return f"{platform.machine()}, {os.cpu_count()} cores"
+
+
+def device_used(estimator: object) -> str:
+    """The device a fitted estimator computed on, as torch names it ("cuda:0", "mps:0", "cpu").
+
+    What the computation used, never what was asked for: an estimator that computes with torch
+    reports where its tensors were as `device_used_` (the autoencoder: its weights), or keeps its
+    result as a tensor in `embedding_` (TorchDR); anything else (scikit-learn, numpy) ran on the CPU."""
+    reported = getattr(estimator, "device_used_", None)
+    if reported is not None:
+        return str(reported)
+    result = getattr(estimator, "embedding_", None)
+    if type(result).__module__.startswith("torch"):
+        return str(result.device)
+    return "cpu"
 
 
 @dataclass
@@ -70,8 +84,11 @@ def timed() -> Iterator[Timing]:
         t.compute_seconds = time.process_time() - cpu
 
 
-def provenance(config: dict[str, Any], seed: int | None, code_version: str, packages: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The plain-JSON provenance stored both in Dagster metadata and in the Parquet footer."""
+def provenance(
+    config: dict[str, Any], seed: int | None, code_version: str, packages: tuple[str, ...] = (), device: str = "cpu"
+) -> dict[str, Any]:
+    """The plain-JSON provenance stored both in Dagster metadata and in the Parquet footer.
+    `device`: what the computation ran on (`device_used`, a trainer's report), "cpu" by default."""
     sha, dirty = git_state()
     return {
         "config": config,
@@ -80,5 +97,6 @@ def provenance(config: dict[str, Any], seed: int | None, code_version: str, pack
         "git_dirty": dirty,
         "code_version": code_version,
         "packages": {p: package_version(p) for p in (*KEY_PACKAGES, *packages)},
-        "device": device(),
+        "device": device,
+        "host": host(),
     }

@@ -19,6 +19,7 @@ def materialization_metadata(prov: dict[str, Any], timing: Timing, rows: int, pa
         "code_version": prov["code_version"],
         "packages": dg.MetadataValue.json(prov["packages"]),
         "device": prov["device"],
+        "host": prov["host"],
         "wall_seconds": round(timing.wall_seconds, 4),
         "compute_seconds": round(timing.compute_seconds, 4),
         "dagster/row_count": rows,

@@ -11,26 +11,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import dagster as dg
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.definitions.temporal_context import TemporalContext
-from dagster._time import get_current_datetime
 
 from lab_assets.core import keys
 from lab_assets.dr import keystore
 from lab_assets.defs.assets import specs
 from lab_assets.defs.partitions import cell_key
 from lab_assets.dr.sweep import Sweep
+from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader, Status
 
-MISSING, STALE, FRESH = "missing", "stale", "fresh"
 _RANK = {FRESH: 0, STALE: 1, MISSING: 2}
-_FROM_DAGSTER = {StaleStatus.MISSING: MISSING, StaleStatus.STALE: STALE, StaleStatus.FRESH: FRESH}
-
-
-@dataclass
-class Status:
-    status: str
-    reason: str = ""
 
 
 @dataclass
@@ -80,33 +69,9 @@ def _worst(*statuses: Status) -> Status:
     return max(statuses, key=lambda s: _RANK[s.status])
 
 
-class _Resolver:
-    """Dagster's stale-status resolver for one consistent look at the instance."""
-
-    def __init__(self, instance: dg.DagsterInstance, graph):
-        view = AssetGraphView(
-            temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-            instance=instance,
-            asset_graph=graph,
-        )
-        self._r = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
-
-    def status(self, asset: str, partition: str | dg.MultiPartitionKey | None) -> Status:
-        key = dg.AssetKey(asset)
-        status = _FROM_DAGSTER[self._r.get_status(key, partition)]
-        if status == STALE:
-            causes = self._r.get_stale_root_causes(key, partition)
-            reason = "; ".join(sorted({f"{c.key.asset_key.to_user_string()} {c.reason}" for c in causes}))
-            return Status(STALE, reason)
-        return Status(status, "never materialized" if status == MISSING else "")
-
-    def observed(self, asset: str, partition: str | None = None) -> str | None:
-        return self._r.get_current_data_version(dg.AssetKey(asset), partition).value
-
-
 def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`."""
-    r = _Resolver(instance, asset_graph)
+    r = StaleStatusReader(instance, asset_graph)
     known_data = set(instance.get_dynamic_partitions("data"))
     known_methods = set(instance.get_dynamic_partitions("method"))
 

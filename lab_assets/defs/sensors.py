@@ -16,17 +16,14 @@ import time
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
-from dagster._utils.schedules import reverse_cron_string_iterator
 
 from lab_assets.defs.register import register
 from lab_assets.defs.plan import make_plan
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
+from lab_assets.core import cron
 from lab_assets.core.settings import project_dir
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
-
-SCHEDULE_TIMEZONE = "UTC"
-
+from lab_assets.runtime.backfills import backfill_running
 
 def sweep_files() -> list[Path]:
     return sorted((project_dir() / "sweeps").glob("*.yaml"))
@@ -58,11 +55,6 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
-def _backfill_running(instance: dg.DagsterInstance, sweep: str) -> bool:
-    active = BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED], tags={SWEEP_TAG: sweep})
-    return instance.get_backfills_count(filters=active) > 0
-
-
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """At each sweep's cron tick, requests one backfill of its missing or stale partitions."""
@@ -76,14 +68,14 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             continue  # sweep_registry reports it
         if not sweep.schedule:
             continue
-        tick = next(reverse_cron_string_iterator(now, sweep.schedule, SCHEDULE_TIMEZONE)).timestamp()
+        tick = cron.last_tick(sweep.schedule, now)  # UTC
         if sweep.name not in last_tick:
             last_tick[sweep.name] = tick  # first sight: start with the next tick, not a past one
             continue
         if tick <= last_tick[sweep.name]:
             continue
         last_tick[sweep.name] = tick
-        if _backfill_running(context.instance, sweep.name):
+        if backfill_running(context.instance, {SWEEP_TAG: sweep.name}):
             context.log.info(f"{sweep.name}: previous backfill still running; tick skipped")
             continue
         register(context.instance, sweep)

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_TAG, extract_data_version_from_entry
 
 from lab_assets.core.key_records import UnknownKeyError
 from lab_assets.defs.assets.training import ledger_version
@@ -24,6 +23,7 @@ from lab_assets.training import ledger
 from lab_assets.defs import study_loop as loop
 from lab_assets.defs.work import Work, requests
 from lab_assets.training.study import StudyError, parse_study
+from lab_assets.runtime.data_versions import observe_if_changed
 
 
 def study_files() -> list[Path]:
@@ -32,19 +32,14 @@ def study_files() -> list[Path]:
 
 def observe_ledger(instance: dg.DagsterInstance, p: loop.Progress) -> bool:
     """Record an observation of the study's ledger if it changed since the last one."""
-    key, version = dg.AssetKey("study_ledger"), ledger_version(p.study)
-    record = instance.get_latest_data_version_record(key, True, p.study)
-    last = extract_data_version_from_entry(record.event_log_entry) if record else None
-    if last is not None and last.value == version:
-        return False
-    table = ledger.tsv(ledger.rows(p.study)).splitlines()
-    markdown = "\n".join("| " + " | ".join(line.split("\t")) + " |" for line in table[:1] + ["\t".join(["---"] * len(ledger.TSV_COLUMNS))] + table[1:])
-    instance.report_runless_asset_event(dg.AssetObservation(
-        asset_key=key, partition=p.study, tags={DATA_VERSION_TAG: version},
-        metadata={"trials": f"{p.done}/{p.total}", "state": p.state, "best": dg.MetadataValue.json(p.best or {}),
-                  "ledger": dg.MetadataValue.md(markdown), "tsv": dg.MetadataValue.path(ledger.path(p.study, ".tsv"))},
-    ))
-    return True
+
+    def metadata() -> dict:  # built only when the ledger changed
+        table = ledger.tsv(ledger.rows(p.study)).splitlines()
+        markdown = "\n".join("| " + " | ".join(line.split("\t")) + " |" for line in table[:1] + ["\t".join(["---"] * len(ledger.TSV_COLUMNS))] + table[1:])
+        return {"trials": f"{p.done}/{p.total}", "state": p.state, "best": dg.MetadataValue.json(p.best or {}),
+                "ledger": dg.MetadataValue.md(markdown), "tsv": dg.MetadataValue.path(ledger.path(p.study, ".tsv"))}
+
+    return observe_if_changed(instance, "study_ledger", ledger_version(p.study), p.study, metadata=metadata)
 
 
 @dg.sensor(jobs=STUDY_JOBS, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.STOPPED)

@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
@@ -24,6 +22,7 @@ from lab_assets.defs.partitions import cell_key
 from lab_assets.defs.plan import FRESH, SweepPlan
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
+from lab_assets.runtime.backfills import backfill_request, partition_subset
 
 SWEEP_TAG = keys.tag("sweep")
 UNCHANGED = "unchanged since its last materialization"
@@ -131,8 +130,7 @@ def requests(work: Work, asset_graph=None) -> list[dg.RunRequest]:
         (run,) = runs
         return [dg.RunRequest(job_name=job_name(run.job), partition_key=run.partition, run_key=run.run_key,
                               tags={**work.tags, **run.tags})]
-    wanted = {AssetKeyPartitionKey(dg.AssetKey(a), r.partition) for r in runs for a in r.assets}
+    wanted = {(a, r.partition) for r in runs for a in r.assets}
     if not wanted:
         return []
-    subset = AssetGraphSubset.from_asset_partition_set(wanted, asset_graph)
-    return [dg.RunRequest.for_asset_graph_subset(subset, tags=dict(work.tags))]
+    return [backfill_request(partition_subset(wanted, asset_graph), work.tags)]

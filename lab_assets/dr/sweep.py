@@ -128,9 +128,9 @@ class SweepFile(pydantic.BaseModel):
     @pydantic.field_validator("schedule")
     @classmethod
     def _cron(cls, schedule: str | None) -> str | None:
-        from dagster._utils.schedules import is_valid_cron_string
+        from lab_assets.core import cron
 
-        if schedule is not None and not is_valid_cron_string(schedule):
+        if schedule is not None and not cron.is_valid(schedule):
             raise ValueError(f"not a valid cron string: {schedule!r} (e.g. '0 3 * * *')")
         return schedule
 

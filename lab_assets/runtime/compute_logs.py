@@ -2,8 +2,8 @@
 Dagster's mirroring to the terminal.
 
 Dagster's local compute log manager mirrors each step's output with a `tail -F` process plus a
-Python watcher process, started and stopped per step: two process start-ups (~25 ms of a cell's
-~0.3 s platform time, and CPU taken from the other worker) for output nobody reads in a
+Python watcher process, started and stopped per step: two process start-ups per step (their cost:
+BENCHMARKS.md, "Why") and CPU taken from the other worker, for output nobody reads in a
 terminal: `lab sweep run` prints its own progress, and runs launched from the UI are read in the
 UI. Output is written to the same files, so the UI shows it as before.
 """

@@ -2,8 +2,9 @@
 
 A backfill of a sweep crosses five waits for the backfill daemon's next iteration (start,
 datasets -> cells -> metric table -> report -> done); at Dagster's fixed 30 s (a constant, not a
-setting) that is ~75 s of idle cores on average per sweep launched from the UI. An iteration
-with nothing to do is one query, so a short interval costs nothing.
+setting) the cores sit idle for much of a sweep launched from the UI (BENCHMARKS.md, "How the
+numbers above moved"). An iteration with nothing to do is one query, so a short interval costs
+nothing. The constant is private Dagster API (docs/ARCHITECTURE.md, "Private Dagster API").
 """
 
 BACKFILL_INTERVAL_SECONDS = 3

@@ -22,7 +22,7 @@ from lab_assets.core.settings import lab_home, project_dir
 # `dagster dev` outside `lab ui`). Each is added only where the project's file sets none.
 INSTANCE_ADDITIONS = {
     # All runs' events in one SQLite database; runs and events through pooled connections
-    # (lab_assets/runtime/sqlite_storage.py: a cell's platform overhead ~0.7 s -> ~0.15 s).
+    # (lab_assets/runtime/sqlite_storage.py; what it saves: BENCHMARKS.md, "Why").
     "event_log_storage": """
 event_log_storage:
   module: lab_assets.runtime.sqlite_storage

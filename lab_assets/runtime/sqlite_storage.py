@@ -2,12 +2,13 @@
 
 Event log: Dagster's default SQLite event log creates (and migrates) one database file per run and writes
 every asset event twice (run file + index). Its consolidated variant keeps one database, but
-creates a new SQLAlchemy engine (and SQLite connection) for each of the ~150 queries and inserts
-of a sweep cell's run, and checks that a table exists with yet another engine ~30 times a run.
-Run storage: Dagster's SQLite run storage also builds an engine per query (~17 a run).
-With these fixed, a cell's platform overhead drops from ~0.7 s to ~0.15 s (profiles in
-BENCHMARKS.md). `instance.prepare_dagster_home` adds it to the instance's
-dagster.yaml, from which `lab`, its workers, the webserver and the daemon all load it.
+creates a new SQLAlchemy engine (and SQLite connection) for each query and insert of a run, and
+checks that a table exists with yet another engine before each dynamic-partition lookup.
+Run storage: Dagster's SQLite run storage also builds an engine per query. What this costs per
+cell, and what pooling saves, is measured in BENCHMARKS.md ("Why": profiles).
+`instance.prepare_dagster_home` adds these storages to the instance's dagster.yaml, from which
+`lab`, its workers, the webserver and the daemon all load them. Private Dagster API
+(docs/ARCHITECTURE.md, "Private Dagster API").
 """
 
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ def _no_fsync_per_commit(dbapi_connection, _record) -> None:
 
 
 def pooled_engine(conn_string: str) -> db.Engine:
-    # Pooled connections (~0.1 s a run less than one connection per query). A pooled SQLite
+    # Pooled connections (BENCHMARKS.md, "Why"). A pooled SQLite
     # connection cannot hold an old read snapshot into its next use: outside a write, a
     # snapshot lives only while a statement is un-reset, and CPython resets it when the
     # result is fetched or dropped, which Dagster's storage does before returning.

@@ -44,6 +44,7 @@ class TrainResult:
     flops_per_token: float
     final_loss: float
     state_dict: dict[str, torch.Tensor]
+    device: str  # where the model's weights were ("cuda:0", "cpu"): what lineage records
 
 
 def lr_factor(progress: float, step: int, config: TrainConfig) -> float:
@@ -197,4 +198,5 @@ def train(
         peak_memory_gb=backends.peak_memory_gb(b), n_params=gpt.param_count(model),
         flops_per_token=flops, final_loss=loss_f,
         state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()},
+        device=str(next(model.parameters()).device),
     )

@@ -116,7 +116,9 @@ def model_and_embedding(context: dg.AssetExecutionContext):
             f"cell {cell}: {method.method} returned shape {Z.shape} with "
             f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
         )
-    prov = lineage.provenance({"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages)
+    prov = lineage.provenance(
+        {"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages, lineage.device_used(estimator)
+    )
     if trainable:
         yield _model_result(estimator, cell, prov, t)
     if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
@@ -146,7 +148,6 @@ def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.Mat
             len(estimator.losses),
             path,
             parameters=estimator.n_parameters,
-            device=str(estimator.device),
             epochs=len(estimator.losses),
             resumed_from_epoch=estimator.resumed_from,
             final_loss=float(estimator.losses[-1]),

@@ -9,7 +9,6 @@ and Dagster's own staleness then marks exactly the downstream cells that depend 
 """
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_TAG, extract_data_version_from_entry
 
 from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS
@@ -19,6 +18,7 @@ from lab_assets.dr.metrics import METRICS
 from lab_assets.defs.partitions import DATA, METHOD
 from lab_assets.core.registry import digest, source_file
 from lab_assets.dr.sweep import DataConfig, MethodConfig, Sweep
+from lab_assets.runtime.data_versions import observe_if_changed
 
 GROUP = "specs"
 
@@ -76,14 +76,6 @@ def record_observations(instance: dg.DagsterInstance) -> int:
     """Record the current version of every spec whose last observation differs, without a run:
     the same AssetObservation (data version tag) the UI's "Observe" writes, at a fraction of
     the cost of three observation runs. Returns how many were recorded."""
-    recorded = 0
-    for (asset, partition), version in current_versions().items():
-        key = dg.AssetKey(asset)
-        record = instance.get_latest_data_version_record(key, True, partition)
-        last = extract_data_version_from_entry(record.event_log_entry) if record else None
-        if last is None or last.value != version:
-            instance.report_runless_asset_event(
-                dg.AssetObservation(asset_key=key, partition=partition, tags={DATA_VERSION_TAG: version})
-            )
-            recorded += 1
-    return recorded
+    return sum(
+        observe_if_changed(instance, asset, version, partition) for (asset, partition), version in current_versions().items()
+    )

@@ -9,7 +9,6 @@ study's progress as metadata.
 """
 
 import hashlib
-import platform
 import sys
 
 import dagster as dg
@@ -87,15 +86,16 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         **row, "val_bpb": result.val_bpb, "peak_mem_gb": result.peak_memory_gb, "tok_sec": result.tokens_per_second,
         "mfu": result.mfu, "steps": result.steps, "wall_seconds": t.wall_seconds,
     }, trial.noise)
-    prov = lineage.provenance(trial.config.model_dump(mode="json"), trial.config.seed, CODE_VERSION, TRAINING_PACKAGES)
-    prov["device"] = f"{b.describe()}; {platform.machine()}"
+    prov = lineage.provenance(
+        trial.config.model_dump(mode="json"), trial.config.seed, CODE_VERSION, TRAINING_PACKAGES, result.device
+    )
     metadata = materialization_metadata(
         prov, t, result.steps, weights,
         val_bpb=result.val_bpb, status=written["status"], exp=trial.exp, description=trial.description,
         steps=result.steps, resumed_from_step=result.resumed_from, training_seconds=round(result.training_seconds, 3),
         tokens_per_second=round(result.tokens_per_second, 1), mfu=result.mfu if result.mfu is not None else "n/a (no peak FLOP/s known)",
         flops_per_token=result.flops_per_token, peak_memory_gb=round(result.peak_memory_gb, 4),
-        n_params=result.n_params, final_train_loss=result.final_loss,
+        n_params=result.n_params, final_train_loss=result.final_loss, backend=b.describe(),
         ledger=dg.MetadataValue.path(ledger.path(trial.study, ".tsv")),
     )
     metadata.pop("dagster/row_count")  # a model has no rows; `steps` says how much it trained

@@ -36,6 +36,7 @@ class Autoencoder:
         self.net: nn.Module | None = None
         self.losses: list[float] = []  # mean training loss per epoch
         self.resumed_from = 0  # epochs restored from a checkpoint by the last fit
+        self.device_used_: str | None = None  # where the last fit's tensors were ("cuda:0", "cpu")
         self.device = torch.device(backend.resolve_device(device))
 
     def _build(self, n_features: int) -> None:
@@ -59,6 +60,7 @@ class Autoencoder:
         self.net.scale.copy_(torch.from_numpy(np.where(std > 0, std, 1.0)))
         self.net.to(device)
         data = self._standardise(X).to(device)
+        self.device_used_ = str(data.device)  # the index too ("cuda:0"), not the request ("cuda", "auto")
         opt = torch.optim.AdamW(self.net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         start = 0
         state = checkpoint.load() if checkpoint else None

@@ -1,0 +1,48 @@
+"""Provenance: the device recorded is the one the cell's computation used (lineage.device_used)."""
+
+import numpy as np
+import torch
+
+from lab_assets.core import lineage
+from lab_assets.dr.methods import METHODS
+from lab_assets_tests.conftest import swissroll_points
+
+X = swissroll_points(120)
+
+
+def test_autoencoder_reports_the_device_its_tensors_were_on():
+    entry = METHODS["autoencoder"]
+    estimator = entry(0, **entry.validate({"epochs": 2, "width": 8, "device": "auto"}))
+    assert lineage.device_used(estimator) == "cpu"  # before any fit: nothing computed on an accelerator
+    estimator.fit(X)
+    weights_on = str(next(estimator.net.parameters()).device)
+    assert lineage.device_used(estimator) == weights_on == ("cuda:0" if torch.cuda.is_available() else "cpu")
+
+
+def test_torchdr_reports_where_its_embedding_tensor_lives():
+    entry = METHODS["torchdr_tsne"]
+    estimator = entry(0, **entry.validate({"n_neighbors": 15, "max_iter": 20, "device": "cpu"}))
+    estimator.fit_transform(X)
+    assert lineage.device_used(estimator) == str(estimator.embedding_.device) == "cpu"
+    # What is read is the tensor's device, not the estimator's setting: a tensor elsewhere says so.
+    estimator.embedding_ = torch.empty(3, 2, device="meta")
+    assert lineage.device_used(estimator) == "meta"
+
+
+class _Requested:
+    """An estimator configured for a GPU that computed with numpy (on the CPU)."""
+
+    device = "cuda"
+    embedding_ = np.zeros((3, 2))
+
+
+def test_a_requested_device_that_was_not_used_is_not_recorded():
+    assert lineage.device_used(_Requested()) == "cpu"
+    assert lineage.device_used(METHODS["pca"](0, **METHODS["pca"].validate({}))) == "cpu"
+
+
+def test_provenance_records_the_device_given_and_the_host():
+    prov = lineage.provenance({}, 0, "v", device="cuda:0")
+    assert prov["device"] == "cuda:0"
+    assert prov["host"].endswith("cores")
+    assert lineage.provenance({}, 0, "v")["device"] == "cpu"
