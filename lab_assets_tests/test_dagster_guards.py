@@ -225,7 +225,7 @@ def test_run_launcher_interfaces_keep_their_shape():
     guard({"dagster_run", "workspace"} <= set(params(LaunchRunContext)), "LaunchRunContext", "has dagster_run")
     guard(params(EngineEventData.in_process)[:1] == ["pid"], "EngineEventData.in_process", "takes a pid")
     guard(issubclass(launcher.WarmWorkerRunLauncher, RunLauncher), "RunLauncher", "is the base class of our launcher")
-    instance_methods = {  # not marked public by Dagster; the launcher (and defs/study_loop.py) call them
+    instance_methods = {  # not marked public by Dagster; the launcher (and runtime/orphans.py) call them
         "report_run_failed": ["dagster_run", "message"], "report_run_canceling": ["run", "message"],
         "add_run_tags": ["run_id", "new_tags"], "report_engine_event": ["message", "dagster_run", "engine_event_data"],
     }

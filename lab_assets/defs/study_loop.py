@@ -20,8 +20,6 @@ failed here. Runs launched by the daemon are watched by Dagster's run monitoring
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,7 @@ from lab_assets.core import keys, storage
 from lab_assets.defs.jobs import CORPUS, TRIAL
 from lab_assets.defs.partitions import trial_cell_key
 from lab_assets.defs.work import Run
+from lab_assets.runtime.orphans import fail_orphans
 from lab_assets.training import ledger, proposers
 from lab_assets.training.study import Study, Trial, description, save, trial as trial_record
 
@@ -54,32 +53,9 @@ class Progress:
                 "trials": f"{self.done}/{self.total}", "best": self.best, "finished": self.finished}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def owner_tag() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def fail_orphans(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> int:
-    """Mark failed the unfinished runs whose `lab study run` process on this host is gone."""
-    failed = 0
-    for run in runs:
-        owner = run.tags.get(PID_TAG)
-        if run.is_finished or not owner:
-            continue
-        host, pid = owner.rsplit(":", 1)
-        if host == socket.gethostname() and not _alive(int(pid)):
-            instance.report_run_failed(run, f"its process {pid} on {host} is gone (killed or crashed)")
-            failed += 1
-    return failed
+def _runs(instance: dg.DagsterInstance, study: Study) -> list[dg.DagsterRun]:
+    """The study's runs, newest first."""
+    return [r.dagster_run for r in instance.get_run_records(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))]
 
 
 def best(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -118,9 +94,9 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     save(study)
     _add_partition(instance, "study", study.name)
     _add_partition(instance, "corpus", study.corpus.key)
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))  # newest first
-    if fail_orphans(instance, runs):
-        runs = instance.get_runs(filters=dg.RunsFilter(tags={STUDY_TAG: study.name}))
+    runs = _runs(instance, study)  # newest first
+    if fail_orphans(instance, runs, PID_TAG):
+        runs = _runs(instance, study)
     rows = ledger.rows(study.name)
 
     def progress(state: str, launch: Run | None = None, finished: bool = False) -> Progress:

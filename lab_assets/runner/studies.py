@@ -9,10 +9,11 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from lab_assets.defs.study_loop import PID_TAG, Progress, advance, owner_tag
+from lab_assets.defs.study_loop import PID_TAG, Progress, advance
 from lab_assets.defs.work import Work
 from lab_assets.runner.local import LocalWorkers
 from lab_assets.runner.run import run
+from lab_assets.runtime.orphans import owner
 from lab_assets.training.study import Study
 
 POLL_SECONDS = 5.0  # while another process's run of the study is in progress
@@ -30,4 +31,4 @@ def run_study(instance: dg.DagsterInstance, study: Study, on_progress: Callable[
             if p.launch is None:
                 time.sleep(POLL_SECONDS)
                 continue
-            run(Work.single(p.launch, {PID_TAG: owner_tag()}), here)
+            run(Work.single(p.launch, {PID_TAG: owner()}), here)
