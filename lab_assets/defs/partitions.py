@@ -1,4 +1,5 @@
-"""The partition shape (see DESIGN.md): datasets by `data`, experiments by `data x method`.
+"""The partition shape: datasets by `data`, experiments by `data x method` (each dataset is
+computed once however many methods read it; the UI shows a sweep as a data x method grid).
 
 Both dimensions are dynamic: `lab sweep run` (or the sweep sensor) registers the keys a sweep
 declares. Multi-partition key strings order dimensions by name: "<data>|<method>".
@@ -11,7 +12,8 @@ import dagster as dg
 from lab_assets.core import keys
 
 # The beta APIs this package builds on (MultiToSingleDimensionPartitionMapping,
-# observable_source_asset) were chosen deliberately (DESIGN.md); one warning per process per use
+# observable_source_asset) were chosen deliberately (a cell reads one dataset key; spec versions
+# are per key, docs/ARCHITECTURE.md); one warning per process per use
 # would drown every run's log.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
