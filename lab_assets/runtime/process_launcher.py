@@ -13,7 +13,8 @@ would create that Job through the API, `LocalJobs` runs its container instead:
   it. A PersistentVolumeClaim is an empty folder there, so there is no local disk shared
   between runs, the webserver or the code server: what a pod would lack, the process lacks.
 - its environment is exactly the container's `env` and `envFrom`, plus what the image sets
-  (PATH, PYTHONPATH, HOME and a few like them, from this process). `valueFrom.secretKeyRef` and
+  (PATH, PYTHONPATH, HOME and a few like them, from this process) and the machine's OpenBLAS
+  kernel settings (OPENBLAS_*), if this machine sets any. `valueFrom.secretKeyRef` and
   `envFrom.secretRef` are resolved through `secrets`: secret name -> {key: name of an environment
   variable of the launching process}. A reference to a missing secret or key fails the launch,
   as a pod would (CreateContainerConfigError). The values are never written anywhere.
@@ -46,7 +47,11 @@ from dagster_k8s.job import DagsterK8sJobConfig
 
 # What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH).
 IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR")
-IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1"}
+# The machine's OpenBLAS kernel settings (OPENBLAS_CORETYPE, ...) where it sets any: OpenBLAS
+# otherwise picks its kernel by CPU detection, and another kernel sums in another order, so a
+# float metric would differ in its last bits from a run on this machine outside the cluster.
+MACHINE_ENV_PREFIXES = ("OPENBLAS_",)
 
 
 class LaunchError(RuntimeError):
@@ -121,7 +126,7 @@ class LocalJobs:
         return {key: os.environ[var] for key, var in keys.items() if var in os.environ}
 
     def _environment(self, root: Path, container: dict) -> dict[str, str]:
-        env = {k: os.environ[k] for k in IMAGE_ENV if k in os.environ}
+        env = {k: v for k, v in os.environ.items() if k in IMAGE_ENV or k.startswith(MACHINE_ENV_PREFIXES)}
         env.update(IMAGE_FIXED_ENV)
         env["HOME"] = str(root / "home")
         for source in container.get("envFrom") or []:

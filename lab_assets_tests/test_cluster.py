@@ -1,0 +1,261 @@
+"""The team/cluster deployment run for real: a real PostgreSQL server (Debian's, installed where
+absent), the instance built from the shipped Kubernetes files, the asset-row race replayed
+against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 server, the gRPC
+code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep."""
+
+import json
+import math
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+import yaml
+
+from lab_assets.cli import cluster
+from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_CELL = """
+name: one
+data:
+  swissroll: {n_samples: 120, noise: 0.05}
+seeds: [0]
+methods:
+  pca: {}
+metrics:
+  trustworthiness: {k: [5]}
+"""
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One private PostgreSQL server per test process (fsync off); each test gets a database."""
+    folder = tempfile.mkdtemp(prefix="lab-test-pg-")  # reachable by the postgres user when root
+    server = cluster.Postgres(folder, cluster.free_port(), secrets.token_urlsafe(12), fast=True)
+    server.init()
+    server.start()
+    yield server
+    server.stop("immediate")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def database(postgres_server, monkeypatch) -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    postgres_server.create_database(name)
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", postgres_server.password)
+    return name
+
+
+def write_instance(home: Path, config: dict) -> dg.DagsterInstance:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    return dg.DagsterInstance.from_config(str(home))
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped instance files against a real Postgres
+
+
+def test_k8s_instance_file_starts_on_postgres_and_materializes_a_cell(lab, postgres_server, database):
+    from lab_assets.runtime.postgres_storage import ForwardOnlyPostgresEventLogStorage
+
+    # k8s/base/dagster.yaml as shipped, only the host, port and database name overridden.
+    config = cluster.instance_config(postgres_server.port, database)
+    home = Path(os.environ["DAGSTER_HOME"])
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    (lab / "sweeps" / "one.yaml").write_text(ONE_CELL)
+
+    out = lab_cli("sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json", cwd=lab)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["materialized"] == {"datasets": 1, "cells": 1, "metric_table": 1, "report": 1}
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/one.yaml", "--json", cwd=lab).stdout)
+    assert {c["status"] for c in plan["cells"]} == {"fresh"}
+
+    instance = dg.DagsterInstance.from_config(str(home))
+    assert isinstance(instance.event_log_storage, ForwardOnlyPostgresEventLogStorage)
+    assert instance.get_latest_materialization_event(dg.AssetKey("metrics")) is not None
+    with postgres_server.connect(database) as conn, conn.cursor() as cur:  # really in Postgres
+        cur.execute("SELECT count(*) FROM runs WHERE status = 'SUCCESS'")
+        assert cur.fetchone()[0] == 4
+
+    # What the issue saw with the file as it was: SQLAlchemy 2.1 reads postgresql:// as psycopg 3.
+    del config["storage"]["custom"]["config"]["postgres_db"]["scheme"]
+    with pytest.raises(ModuleNotFoundError, match="psycopg"):
+        write_instance(lab / "plain_scheme", config).get_runs()
+
+
+def helm_instance_config(port: int, db_name: str) -> dict:
+    """The instance the Dagster chart renders from k8s/helm/values.yaml (its templates
+    helpers/instance/_postgresql.tpl and configmap-instance.yaml), host, port and database
+    overridden as the chart's Postgres service would give them."""
+    values = yaml.safe_load((REPO / "k8s" / "helm" / "values.yaml").read_text())["postgresql"]
+    postgres_db = {
+        "username": values["postgresqlUsername"],
+        "password": {"env": "DAGSTER_PG_PASSWORD"},
+        "hostname": "127.0.0.1",
+        "db_name": db_name,
+        "port": port,
+        "params": values.get("postgresqlParams") or {},
+    }
+    if values.get("postgresqlScheme"):
+        postgres_db["scheme"] = values["postgresqlScheme"]
+    storages = {
+        "run_storage": ("dagster_postgres.run_storage", "PostgresRunStorage"),
+        "event_log_storage": ("dagster_postgres.event_log", "PostgresEventLogStorage"),
+        "schedule_storage": ("dagster_postgres.schedule_storage", "PostgresScheduleStorage"),
+    }
+    return {k: {"module": m, "class": c, "config": {"postgres_db": postgres_db}} for k, (m, c) in storages.items()}
+
+
+def test_helm_values_instance_starts_on_postgres(tmp_path, postgres_server, database):
+    instance = write_instance(tmp_path / "home", helm_instance_config(postgres_server.port, database))
+    key = dg.AssetKey("probe")
+    instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    assert instance.get_latest_materialization_event(key) is not None
+
+
+def test_image_installs_the_driver_the_scheme_names():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "import psycopg2, sqlalchemy, lab_assets.runtime.postgres_storage" in dockerfile
+    assert "create_engine('postgresql+psycopg2://" in dockerfile
+    dependencies = __import__("tomllib").loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {"dagster-postgres", "psycopg2-binary"} <= set(dependencies)
+    assert "psycopg2-binary==2.9.13" in (REPO / "constraints.txt").read_text().splitlines()
+
+
+# ---------------------------------------------------------------------------------------------
+# The asset-row race, replayed deterministically (docs/postgres-asset-row-race.md)
+
+
+def replay_late_asset_row_update(instance: dg.DagsterInstance) -> tuple[int, int, int]:
+    """Two writers materialize the same asset. Writer A inserts its event first (smaller id) and
+    is held between its two transactions; writer B stores its event completely; then A's
+    asset-row upsert runs. Returns (A's id, B's id, the id the asset row names)."""
+    key = dg.AssetKey("embedding_like")
+    storage = instance.event_log_storage
+    a_inserted, b_done = threading.Event(), threading.Event()
+    original = storage._store_asset_event_tags  # the first step of the second transaction
+    held = []
+
+    def hold_writer_a(conn, events, event_ids):
+        if not held:  # writer A: its event row is committed, its asset-row upsert not yet run
+            held.append(event_ids[0])
+            a_inserted.set()
+            assert b_done.wait(30)
+        return original(conn, events, event_ids)
+
+    storage._store_asset_event_tags = hold_writer_a
+    try:
+        def materialize(partition: str) -> None:  # NaN metadata: a metric that was undefined
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition, metadata={"m": math.nan}))
+
+        writer_a = threading.Thread(target=materialize, args=("a",))
+        writer_a.start()
+        assert a_inserted.wait(30)
+        materialize("b")  # writer B, start to end
+        b_done.set()
+        writer_a.join(30)
+    finally:
+        del storage._store_asset_event_tags
+    ids = sorted(r.storage_id for r in instance.fetch_materializations(key, limit=10).records)
+    row = instance.get_asset_records([key])[0].asset_entry.last_materialization_record.storage_id
+    assert held == ids[:1], "writer A must hold the smaller event id"
+    return ids[0], ids[1], row
+
+
+def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
+    config = cluster.instance_config(postgres_server.port, database)
+    ours = write_instance(tmp_path / "ours", {"storage": config["storage"]})
+    older, newer, row = replay_late_asset_row_update(ours)
+    assert row == newer  # the row keeps the newest materialization
+
+    # A genuinely newer materialization still moves it forward.
+    ours.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey("embedding_like"), partition="a"))
+    latest = ours.fetch_materializations(dg.AssetKey("embedding_like"), limit=1).records[0].storage_id
+    assert ours.get_asset_records([dg.AssetKey("embedding_like")])[0].asset_entry.last_materialization_record.storage_id == latest
+
+    # Upstream (dagster-postgres 0.29.27, `storage: postgres:`): the same interleaving leaves the
+    # row at the older event. If this starts failing after an upgrade, the bug is fixed upstream.
+    postgres_server.create_database(database + "_up")
+    upstream = {"postgres": {**config["storage"]["custom"]["config"]}}
+    upstream["postgres"]["postgres_db"] = {**upstream["postgres"]["postgres_db"], "db_name": database + "_up"}
+    older, newer, row = replay_late_asset_row_update(write_instance(tmp_path / "upstream", {"storage": upstream}))
+    assert row == older
+
+
+# ---------------------------------------------------------------------------------------------
+# The one-machine cluster
+
+
+@pytest.fixture
+def lab_cluster(lab, monkeypatch):
+    """`lab cluster up` in the test's folder (fresh database, bucket and instance); stopped after."""
+    folder = lab / "cluster"
+    state = cluster.up(folder, fast=True)
+    try:
+        yield state
+    finally:
+        cluster.down(folder)
+        if state.pg_folder and not state.pg_folder.startswith(str(folder)):
+            shutil.rmtree(state.pg_folder, ignore_errors=True)
+
+
+def cluster_environment(state) -> dict[str, str]:
+    env = {}
+    for line in (Path(state.folder) / "env.sh").read_text().splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = __import__("shlex").split(value)[0]
+    return env
+
+
+def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
+    table = pd.read_parquet(path, storage_options=storage_options)
+    # Provenance differs by design between two executions (run ids, timings, hosts).
+    keep = [c for c in table.columns if c == "partition" or "@" in c or c in ("dataset_label", "method", "seed", "n")]
+    return table[keep].sort_values("partition").reset_index(drop=True)
+
+
+def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
+    # The embedded default (SQLite, local files), as the reference.
+    embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    assert embedded.returncode == 0, embedded.stderr
+    reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
+
+    # The same sweep submitted to the cluster: its instance (Postgres), its object store.
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    submitted = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4  # 0 stale, 0 missing
+
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
+
+    # Every run was its own process, from the Job dagster-k8s built, in a private folder, and the
+    # four cells ran at once.
+    runs = sorted((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))
+    assert len(runs) == 8 and all((r / "exit_code").read_text() == "0" for r in runs)
+    jobs = [json.loads((r / "job.json").read_text()) for r in runs]
+    containers = [j["spec"]["template"]["spec"]["containers"][0] for j in jobs]
+    assert all(c["args"][:3] == ["dagster", "api", "execute_run"] for c in containers)
+    password = {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}
+    assert all({"name": "DAGSTER_PG_PASSWORD", "valueFrom": password} in c["env"] for c in containers)
+    cells = [r for r, c in zip(runs, containers) if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells"} in c["env"]]
+    spans = [((r / "job.json").stat().st_mtime, (r / "exit_code").stat().st_mtime) for r in cells]
+    assert max(start for start, _ in spans) < min(end for _, end in spans), "the 4 cells' runs did not overlap"
+
+    # No credential in the logs of any part or run, nor in the Jobs.
+    secrets_ = [cluster_environment(lab_cluster)[k] for k in ("DAGSTER_PG_PASSWORD", "AWS_SECRET_ACCESS_KEY")]
+    texts = [p.read_text(errors="replace") for p in Path(lab_cluster.folder).glob("logs/*.log")]
+    texts += [(r / "output.log").read_text(errors="replace") + (r / "job.json").read_text() for r in runs]
+    assert not [s for s in secrets_ for t in texts if s in t]
