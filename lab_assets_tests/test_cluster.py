@@ -5,6 +5,7 @@ code server, webserver, daemon, one process per run from dagster-k8s's Job) runn
 
 import json
 import math
+import re
 import os
 import secrets
 import shutil
@@ -196,16 +197,20 @@ def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server
 
 
 @pytest.fixture
-def lab_cluster(lab, monkeypatch):
-    """`lab cluster up` in the test's folder (fresh database, bucket and instance); stopped after."""
+def lab_cluster(lab):
+    """`lab cluster up` in the test's folder (fresh database, bucket and instance), as a person
+    starts it; `lab cluster down` after, which must find every part still running."""
     folder = lab / "cluster"
-    state = cluster.up(folder, fast=True)
+    out = lab_cli("cluster", "up", "--dir", str(folder), cwd=lab, timeout=180)
+    state = cluster.State.load(folder) if (folder / "state.json").is_file() else None
     try:
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert re.search(r"Dagster UI on (\S+)", out.stdout)[1] == state.ui_url
         yield state
     finally:
-        cluster.down(folder)
-        if state.pg_folder and not state.pg_folder.startswith(str(folder)):
-            shutil.rmtree(state.pg_folder, ignore_errors=True)
+        down = lab_cli("cluster", "down", "--dir", str(folder), cwd=lab)
+        assert "stopped daemon, webserver, code-server, s3, postgres" in down.stdout, down.stdout + down.stderr
+        assert not [p for p in state.pids.values() if cluster._pid_alive(p)] if state else True
 
 
 def cluster_environment(state) -> dict[str, str]:

@@ -39,7 +39,8 @@ K8S_INSTANCE = REPO / "k8s" / "base" / "dagster.yaml"
 K8S_WORKSPACE = REPO / "k8s" / "base" / "workspace.yaml"
 BUCKET = "lab-assets"
 DB_USER = "dagster"
-CURRENT_IMAGE = "lab-assets:local"  # what the code server reports; the Jobs name it as their image
+CURRENT_IMAGE = "lab-assets:local"
+PG_TEMP_PREFIX = "lab-cluster-pg-"  # what the code server reports; the Jobs name it as their image
 
 
 class ClusterError(RuntimeError):
@@ -108,7 +109,7 @@ class Postgres:
     folder: str
     port: int
     password: str = field(repr=False, default="")
-    fast: bool = False  # fsync off: for tests (a crash may lose the database, never a problem there)
+    fast: bool = False  # fsync off: for tests and the throwaway cluster (a crash may lose the database)
 
     @property
     def data(self) -> Path:
@@ -268,7 +269,7 @@ def postgres_folder(folder: Path) -> str:
     if os.geteuid() != 0:
         return str(wanted)
     check = subprocess.run(["test", "-x", str(folder)], user="postgres", group="postgres", extra_groups=[])
-    return str(wanted) if check.returncode == 0 else tempfile.mkdtemp(prefix="lab-cluster-pg-")
+    return str(wanted) if check.returncode == 0 else tempfile.mkdtemp(prefix=PG_TEMP_PREFIX)
 
 
 def credentials(folder: Path) -> dict[str, str]:
@@ -323,13 +324,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", fast: bool = False,
-       timeout: float = 120) -> State:
+def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120) -> State:
     """Start every part (each its own process group) and wait until the webserver answers with
-    the code location loaded. Returns the state, also written to `<folder>/state.json`."""
+    the code location loaded. Returns the state, also written to `<folder>/state.json`.
+
+    The cluster is a throwaway: the S3 server keeps its objects in memory, so each `up` starts
+    from an empty instance too (a new database; Postgres without fsync)."""
     folder = folder.resolve()
     if (folder / "state.json").is_file() and any(_pid_alive(p) for p in State.load(folder).pids.values()):
         raise ClusterError(f"a cluster is already running from {folder}: `lab cluster down` first")
+    for part in ("postgres", "runs", "dagster_home", "logs", "state.json"):
+        path = folder / part
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     state = State(str(folder), free_port(), free_port(), free_port(), ui_port or free_port(), db_name)
     state.pg_folder = postgres_folder(folder)
@@ -338,7 +344,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", fast:
     env_file.touch(mode=0o600)
     os.chmod(env_file, 0o600)
     try:
-        pg = Postgres(state.pg_folder, state.pg_port, creds["DAGSTER_PG_PASSWORD"], fast=fast)
+        pg = Postgres(state.pg_folder, state.pg_port, creds["DAGSTER_PG_PASSWORD"], fast=True)
         pg.init()
         pg.start()
         state.pids["postgres"] = int((pg.data / "postmaster.pid").read_text().split()[0])
@@ -405,26 +411,31 @@ def _location_loaded(url: str) -> bool:
     return any(e["locationOrLoadError"] and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
 
 
-def _stop_group(pid: int, timeout: float = 20) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _stop_groups(pids: list[int], timeout: float = 20) -> None:
+    """SIGTERM to each process group, at once; SIGKILL to those still there after `timeout`."""
+    for pid in pids:
         try:
-            os.killpg(pid, 0)
+            os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return
-        try:  # reap it if it is our child (tests start the cluster in-process)
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
             pass
+    deadline = time.monotonic() + timeout
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:  # reap it if it is our child (the cluster started in this process)
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                left.remove(pid)
         time.sleep(0.1)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    for pid in left:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def down(folder: Path) -> list[str]:
@@ -434,20 +445,18 @@ def down(folder: Path) -> list[str]:
     if not (folder / "state.json").is_file():
         return []
     state = State.load(folder)
-    stopped = []
-    for pid_file in sorted((folder / "runs").glob("*/pid")):
-        if not (pid_file.parent / "exit_code").is_file():
-            _stop_group(int(pid_file.read_text()), timeout=10)
-    for name in ("daemon", "webserver", "code-server", "s3"):
-        pid = state.pids.pop(name, None)
-        if pid and _pid_alive(pid):
-            _stop_group(pid)
-            stopped.append(name)
+    runs = [int(p.read_text()) for p in sorted((folder / "runs").glob("*/pid")) if not (p.parent / "exit_code").is_file()]
+    _stop_groups([pid for pid in runs if _pid_alive(pid)], timeout=10)
+    parts = {name: state.pids.pop(name, None) for name in ("daemon", "webserver", "code-server", "s3")}
+    stopped = [name for name, pid in parts.items() if pid and _pid_alive(pid)]
+    _stop_groups([parts[name] for name in stopped])
     if state.pids.pop("postgres", None):
         pg = Postgres(state.pg_folder, state.pg_port)
         if pg.running():
             stopped.append("postgres")
         pg.stop()
+        if Path(state.pg_folder).name.startswith(PG_TEMP_PREFIX):
+            shutil.rmtree(state.pg_folder, ignore_errors=True)
     state.save()
     return stopped
 
@@ -477,7 +486,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     print(f"  Postgres 127.0.0.1:{state.pg_port} (database {state.db_name}), S3 http://127.0.0.1:{state.s3_port} "
           f"(bucket {BUCKET}), code server 127.0.0.1:{state.grpc_port}; logs in {folder}/logs, runs in {folder}/runs")
     print(f"  use it from a shell: source {folder}/env.sh && lab sweep run sweeps/demo.yaml --submit {state.ui_url}")
-    print(f"  stop it: lab cluster down{f' --dir {args.dir}' if args.dir else ''}")
+    print(f"  stop it: lab cluster down{f' --dir {args.dir}' if args.dir else ''} (a throwaway: objects and runs go with it)")
     return 0
 
 
