@@ -264,3 +264,65 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     texts = [p.read_text(errors="replace") for p in Path(lab_cluster.folder).glob("logs/*.log")]
     texts += [(r / "output.log").read_text(errors="replace") + (r / "job.json").read_text() for r in runs]
     assert not [s for s in secrets_ for t in texts if s in t]
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults (slow: run monitoring polls every 60 s, as configured for the cluster)
+
+SLOW_CELL = """
+name: slow
+data:
+  swissroll: {n_samples: 1500, noise: 0.05}
+seeds: [0]
+methods:
+  isomap: {n_neighbors: 12}
+metrics:
+  trustworthiness: {k: [5]}
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_cluster, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+
+    from lab_assets_tests.conftest import wait_for
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    runs = Path(lab_cluster.folder) / "runs"
+
+    def cell_mid_run():
+        for job in runs.glob("dagster-run-*/job.json"):
+            log = job.parent / "output.log"
+            if "materialize_cells" in job.read_text() and log.is_file() and "STEP_START" in log.read_text(errors="replace"):
+                return job.parent
+        return None
+
+    victim = wait_for(cell_mid_run, 180, "a cell's run process mid-cell")
+    os.killpg(int((victim / "pid").read_text()), signal.SIGKILL)
+    killed_id = victim.name.removeprefix("dagster-run-")
+    out, err = submit.communicate(timeout=400)
+    assert submit.returncode == 1 and killed_id in err, out + err  # the sweep reports the killed run
+
+    instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    assert instance.get_run_by_id(killed_id).status == dg.DagsterRunStatus.FAILURE
+    failure = [e for e in instance.all_logs(killed_id) if e.dagster_event and e.dagster_event.is_run_failure]
+    # Run monitoring, from the process's exit (K8sRunLauncher.check_run_worker_health's own words).
+    assert failure and "Detected run worker status FAILED" in failure[-1].message
+    assert "no active pods" in failure[-1].message
+
+    def retried():
+        children = instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": killed_id}))
+        return [r for r in children if r.status == dg.DagsterRunStatus.SUCCESS]
+
+    wait_for(retried, 240, "the retry of the killed run to succeed")
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/slow.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"]
