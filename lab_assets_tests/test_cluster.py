@@ -326,3 +326,52 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
     wait_for(retried, 240, "the retry of the killed run to succeed")
     plan = json.loads(lab_cli("sweep", "plan", "sweeps/slow.yaml", "--json", cwd=lab).stdout)
     assert [c["status"] for c in plan["cells"]] == ["fresh"]
+
+
+@pytest.mark.slow
+def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, lab_cluster, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    import s3fs
+
+    from lab_assets_tests.conftest import wait_for
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    runs = Path(lab_cluster.folder) / "runs"
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+    def cells_running():
+        return any("materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
+                   for j in runs.glob("dagster-run-*/job.json"))
+
+    wait_for(cells_running, 180, "the cells' runs")
+    pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
+    pg.stop()
+    time.sleep(10)
+    pg.start()
+    submit.communicate(timeout=400)  # fails or not: what counts is what is recorded, and the re-run
+
+    instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    unfinished = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+                  dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+    wait_for(lambda: not instance.get_runs(dg.RunsFilter(statuses=unfinished)), 300, "every run to finish or fail")
+
+    # Nothing recorded that was not written: every recorded materialization's file exists.
+    fs = s3fs.S3FileSystem()
+    for asset in ("dataset", "embedding", "metrics"):
+        for partition in instance.get_materialized_partitions(dg.AssetKey(asset)):
+            *dirs, last = partition.split("|")
+            assert fs.exists("/".join(["lab-assets/lab/assets", asset, *dirs, last + ".parquet"])), (asset, partition)
+
+    rerun = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
+    assert plan["report"]["status"] == "fresh"

@@ -17,7 +17,8 @@ Configured in k8s/base/dagster.yaml as
         class: LabPostgresStorage
         config: {postgres_db: {...}}     # exactly dagster-postgres's `storage: postgres:` config
 
-Runs and schedules are dagster-postgres's own; only the event log's asset-row upsert differs.
+Runs and schedules are dagster-postgres's own; the event log's asset-row upsert differs, and
+the webserver's connection pool checks a connection before use (it survives a Postgres restart).
 """
 
 from __future__ import annotations
@@ -43,7 +44,26 @@ def stored_storage_id(column=AssetKeyTable.c.last_materialization):
     return db.cast(db.func.substring(column, _TRAILING_ID), db.BigInteger)
 
 
-class ForwardOnlyPostgresEventLogStorage(PostgresEventLogStorage):
+class _PingedWebserverPool:
+    """The webserver (`optimize_for_webserver`) holds pooled connections; dagster-postgres builds
+    that pool without a liveness check, so after a Postgres restart the first query on each
+    pooled connection fails (an HTTP 500 to the UI or a GraphQL client). A ping at checkout
+    replaces a dead connection instead. (Other processes use no pool: a connection per query.)"""
+
+    def optimize_for_webserver(self, statement_timeout: int, pool_recycle: int, max_overflow: int) -> None:
+        super().optimize_for_webserver(statement_timeout, pool_recycle, max_overflow)  # type: ignore[misc]
+        self._engine.pool._pre_ping = True  # type: ignore[attr-defined]  # = create_engine(pool_pre_ping=True)
+
+
+class PingedPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
+    pass
+
+
+class PingedPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):
+    pass
+
+
+class ForwardOnlyPostgresEventLogStorage(_PingedWebserverPool, PostgresEventLogStorage):
     """`PostgresEventLogStorage` whose asset-row upsert only moves the row forward: a step
     materialization replaces `last_materialization` only if its event id is larger than the one
     the row holds. The check runs inside the upsert (`ON CONFLICT DO UPDATE ... WHERE`), which
@@ -63,7 +83,8 @@ class ForwardOnlyPostgresEventLogStorage(PostgresEventLogStorage):
 
 
 class LabPostgresStorage(DagsterPostgresStorage):
-    """dagster-postgres's storage (same config, same tables) with the forward-only event log."""
+    """dagster-postgres's storage (same config, same tables) with the forward-only event log
+    and, in the webserver, pooled connections checked before use."""
 
     def __init__(self, postgres_url: str, should_autocreate_tables: bool = True, inst_data=None, token_provider=None):
         # DagsterPostgresStorage.__init__ with the event log swapped (not built twice: each
@@ -72,9 +93,9 @@ class LabPostgresStorage(DagsterPostgresStorage):
         self.should_autocreate_tables = should_autocreate_tables
         self._inst_data = inst_data
         args = (postgres_url, should_autocreate_tables)
-        self._run_storage = PostgresRunStorage(*args, token_provider=token_provider)
+        self._run_storage = PingedPostgresRunStorage(*args, token_provider=token_provider)
         self._event_log_storage = ForwardOnlyPostgresEventLogStorage(*args, token_provider=token_provider)
-        self._schedule_storage = PostgresScheduleStorage(*args, token_provider=token_provider)
+        self._schedule_storage = PingedPostgresScheduleStorage(*args, token_provider=token_provider)
         DagsterStorage.__init__(self)
 
     @classmethod
