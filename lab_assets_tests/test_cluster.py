@@ -375,3 +375,31 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
     assert plan["report"]["status"] == "fresh"
+
+
+@pytest.mark.slow
+def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
+    """The UI's path: one `launchPartitionBackfill` over the sweep's partitions of every asset,
+    through the cluster's webserver; the daemon orders and launches the runs."""
+    from benchmarks.ui_backfill import backfill
+    from lab_assets.defs.register import register
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runtime import instance
+
+    embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    assert embedded.returncode == 0, embedded.stderr
+    reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    instance.get_instance.cache_clear()
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    register(instance.get_instance(), sweep)  # partition keys exist before the UI can ask for them
+    backfill(int(lab_cluster.ui_url.rsplit(":", 1)[1]), sweep, timeout=400)
+
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
+    instance.get_instance.cache_clear()

@@ -317,11 +317,15 @@ def _http_ok(url: str) -> bool:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Running (a zombie, exited but not yet reaped by its parent, is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120) -> State:
@@ -426,9 +430,7 @@ def _stop_groups(pids: list[int], timeout: float = 20) -> None:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
+            if not _pid_alive(pid):  # the group's leader (its children are in the group too)
                 left.remove(pid)
         time.sleep(0.1)
     for pid in left:
