@@ -403,3 +403,55 @@ def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_def
     result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
     instance.get_instance.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-process launcher's kubelet part, alone (no cluster)
+
+
+def job_body(name: str, command: list[str], env: list[dict], env_from: list[dict] | None = None) -> dict:
+    return {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lab-assets-data"}}],
+            "containers": [{"name": "c", "image": "x", "args": command, "env": env, "envFrom": env_from or [],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data/lab"}]}],
+        }}},
+    }
+
+
+def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
+    import sys
+    import time
+
+    from lab_assets.runtime.process_launcher import LaunchError, LocalJobs
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("MY_PG_PASSWORD", "pw-from-the-environment")
+    jobs = LocalJobs(str(tmp_path / "runs"), {"lab-assets-postgres": {"postgresql-password": "MY_PG_PASSWORD"}})
+    script = "import os, pathlib; print(os.environ['LAB_HOME'], len(os.environ['DAGSTER_PG_PASSWORD']) == 23, pathlib.Path(os.environ['LAB_HOME']).is_dir(), os.getcwd())"
+    password = {"name": "DAGSTER_PG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}}
+    jobs.create_namespaced_job_with_retries(job_body("ok", ["python", "-c", script], [{"name": "LAB_HOME", "value": "/data/lab"}, password]), "ns")
+    deadline = time.monotonic() + 30
+    while not jobs.get_job_status("ns", "ok").succeeded:
+        assert not jobs.get_job_status("ns", "ok").failed and time.monotonic() < deadline
+        time.sleep(0.1)
+    root = tmp_path / "runs" / "ok" / "root"
+    assert (tmp_path / "runs" / "ok" / "output.log").read_text().split() == [str(root / "data/lab"), "True", "True", str(root)]
+    assert "pw-from-the-environment" not in (tmp_path / "runs" / "ok" / "job.json").read_text()
+
+    # A run that is terminated (the UI's Terminate: delete the Job) ends failed.
+    jobs.create_namespaced_job_with_retries(job_body("long", ["python", "-c", "import time; time.sleep(60)"], []), "ns")
+    assert jobs.get_job_status("ns", "long").active and jobs.delete_job("long", "ns")
+    while not jobs.get_job_status("ns", "long").failed:
+        assert time.monotonic() < deadline + 30
+        time.sleep(0.1)
+
+    # What a pod could not start with fails the launch, naming what is missing.
+    with pytest.raises(LaunchError, match="secret lab-assets-s3 is not defined"):
+        jobs.create_namespaced_job_with_retries(job_body("s3", ["python"], [], [{"secretRef": {"name": "lab-assets-s3"}}]), "ns")
+    monkeypatch.delenv("MY_PG_PASSWORD")
+    with pytest.raises(LaunchError, match="secret lab-assets-postgres has no key postgresql-password"):
+        jobs.create_namespaced_job_with_retries(job_body("pw", ["python"], [password]), "ns")
+    with pytest.raises(LaunchError, match="not on the image's PATH"):
+        jobs.create_namespaced_job_with_retries(job_body("cmd", ["no-such-command"], []), "ns")
