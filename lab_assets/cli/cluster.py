@@ -495,7 +495,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     cluster = sub.add_parser("cluster", help="the Kubernetes deployment's parts on this machine (Postgres, S3, "
                              "code server, webserver, daemon, one process per run)")
-    cluster.add_argument("action", choices=["up", "down"])
+    cluster.add_argument("action", choices=["up", "down"], help="up: start every part, print the UI address; "
+                         "down: stop them (a throwaway: runs and objects go with it)")
     cluster.add_argument("--dir", help="the cluster's folder (default: <lab home>/cluster)")
     cluster.add_argument("--port", type=int, default=None, help="the UI's port (default: a free one)")
     cluster.set_defaults(fn=cmd_cluster)
