@@ -263,6 +263,13 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     secrets_ = [cluster_environment(lab_cluster)[k] for k in ("DAGSTER_PG_PASSWORD", "AWS_SECRET_ACCESS_KEY")]
     texts = [p.read_text(errors="replace") for p in Path(lab_cluster.folder).glob("logs/*.log")]
     texts += [(r / "output.log").read_text(errors="replace") + (r / "job.json").read_text() for r in runs]
+    # ... nor in what the UI shows: the instance's configuration, the runs' tags and run config.
+    body = json.dumps({"query": "{ instance { info } runsOrError { ... on Runs { results { runConfigYaml tags { key value } } } } }"})
+    request = __import__("urllib.request").request.Request(f"{lab_cluster.ui_url}/graphql", body.encode(), {"Content-Type": "application/json"})
+    with __import__("urllib.request").request.urlopen(request, timeout=60) as response:
+        ui = response.read().decode()
+    assert "runConfigYaml" in ui and "lab-assets-postgres" in ui  # the instance info holds the launcher config
+    texts.append(ui)
     assert not [s for s in secrets_ for t in texts if s in t]
 
 
