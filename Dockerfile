@@ -34,8 +34,8 @@ RUN groupadd --gid 1000 lab \
 WORKDIR /opt/lab
 
 # Dependencies first (a layer that survives code edits): a stub package is enough to resolve
-# and install everything pyproject.toml asks for, at the versions constraints.txt pins, plus
-# dagster-postgres (the instance's Postgres storage on Kubernetes, pinned there too).
+# and install everything pyproject.toml asks for, at the versions constraints.txt pins
+# (dagster-postgres and psycopg2-binary among them: the instance's Postgres storage).
 COPY constraints.txt pyproject.toml README.md ./
 RUN set -eux; \
     if [ -n "$TORCH_INDEX_URL" ]; then \
@@ -44,7 +44,7 @@ RUN set -eux; \
         pip install --no-deps --index-url "$TORCH_INDEX_URL" "torch==${torch_version}"; \
     fi; \
     mkdir -p lab_assets && touch lab_assets/__init__.py; \
-    pip install -c constraints.txt . dagster-postgres; \
+    pip install -c constraints.txt .; \
     pip uninstall -y lab_assets; \
     rm -rf lab_assets lab_assets.egg-info build
 
@@ -62,8 +62,11 @@ RUN pip install --no-deps -c constraints.txt . \
 
 USER 1000:1000
 
-# A broken install fails the build, not the first pod (and as the user the pods run as).
+# A broken install fails the build, not the first pod (and as the user the pods run as): the
+# definitions, and the instance's Postgres storage with the driver its URL scheme names
+# (k8s/base/dagster.yaml: postgresql+psycopg2; a plain postgresql:// would need psycopg 3).
 RUN python -c "import lab_assets.defs.definitions"
+RUN python -c "import psycopg2, sqlalchemy, lab_assets.runtime.postgres_storage; sqlalchemy.create_engine('postgresql+psycopg2://u@h/db')"
 
 # The code server (what k8s/base/user-code.yaml and the Helm chart run). The webserver and
 # daemon pods override the command with dagster-webserver / dagster-daemon run.

@@ -235,6 +235,34 @@ def test_run_launcher_interfaces_keep_their_shape():
               f"takes ({', '.join(expected)})")
 
 
+# --- runtime/postgres_storage.py -------------------------------------------------------------
+# (Its behaviour against a real Postgres: test_cluster.py's race replay; here what needs none.)
+
+
+def test_postgres_storage_hooks_keep_their_shape():
+    import inspect
+
+    from dagster._core.storage.base_storage import DagsterStorage
+    from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
+    from dagster_postgres.event_log import PostgresEventLogStorage
+    from dagster_postgres.storage import DagsterPostgresStorage
+
+    symbol = "PostgresEventLogStorage._store_asset_event"
+    guard(params(PostgresEventLogStorage._store_asset_event) == ["conn", "event", "event_id"], symbol, "takes (conn, event, event_id)")
+    guard("_store_asset_event(" in inspect.getsource(PostgresEventLogStorage.store_event), symbol,
+          "store_event upserts the asset row through _store_asset_event (overridden: the row only moves forward)")
+    guard(params(PostgresEventLogStorage._get_asset_entry_values) == ["event", "event_id", "has_asset_key_index_cols"],
+          "PostgresEventLogStorage._get_asset_entry_values", "takes (event, event_id, has_asset_key_index_cols)")
+    guard(isinstance(ASSET_KEY_INDEX_COLS, str) and hasattr(PostgresEventLogStorage, "has_secondary_index"),
+          "ASSET_KEY_INDEX_COLS", "names the secondary index has_secondary_index(name) answers for")
+    guard(params(PostgresEventLogStorage.optimize_for_webserver) == ["statement_timeout", "pool_recycle", "max_overflow"],
+          "PostgresEventLogStorage.optimize_for_webserver", "takes (statement_timeout, pool_recycle, max_overflow) and builds self._engine")
+    init = inspect.getsource(DagsterPostgresStorage.__init__)
+    guard(all(f"self.{name} =" in init for name in ("_run_storage", "_event_log_storage", "_schedule_storage")),
+          "DagsterPostgresStorage.__init__", "builds _run_storage, _event_log_storage and _schedule_storage (ours swaps the event log)")
+    guard(callable(DagsterStorage.__init__), "DagsterStorage", "is the base class whose __init__ ours calls")
+
+
 # --- runtime/daemon.py -----------------------------------------------------------------------
 
 
@@ -290,6 +318,7 @@ def test_every_private_import_in_runtime_has_a_guard_and_a_row():
         "dagster._core.storage.compute_log_manager", "dagster._core.storage.local_compute_log_manager", "dagster._utils",
         "dagster._core.launcher", "dagster._serdes", "dagster._core.events", "dagster._core.origin", "dagster._grpc.impl",
         "dagster._utils.hosted_user_process", "dagster._daemon.controller", "dagster._daemon.cli",
+        "dagster._core.storage.base_storage", "dagster._core.storage.event_log.migration",
     }
     imported: dict[str, set[str]] = {}
     for path in sorted((REPO / "lab_assets" / "runtime").glob("*.py")):

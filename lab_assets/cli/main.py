@@ -266,6 +266,10 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(fn=cmd_ui)
+
+    from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
+
+    add_cluster_parser(sub)
     return p
 
 

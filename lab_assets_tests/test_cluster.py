@@ -1,0 +1,464 @@
+"""The team/cluster deployment run for real: a real PostgreSQL server (Debian's, installed where
+absent), the instance built from the shipped Kubernetes files, the asset-row race replayed
+against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 server, the gRPC
+code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep."""
+
+import json
+import math
+import re
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+import yaml
+
+from lab_assets.cli import cluster
+from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_CELL = """
+name: one
+data:
+  swissroll: {n_samples: 120, noise: 0.05}
+seeds: [0]
+methods:
+  pca: {}
+metrics:
+  trustworthiness: {k: [5]}
+"""
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One private PostgreSQL server per test process (fsync off); each test gets a database."""
+    folder = tempfile.mkdtemp(prefix="lab-test-pg-")  # reachable by the postgres user when root
+    server = cluster.Postgres(folder, cluster.free_port(), secrets.token_urlsafe(12), fast=True)
+    server.init()
+    server.start()
+    yield server
+    server.stop("immediate")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def database(postgres_server, monkeypatch) -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    postgres_server.create_database(name)
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", postgres_server.password)
+    return name
+
+
+def write_instance(home: Path, config: dict) -> dg.DagsterInstance:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    return dg.DagsterInstance.from_config(str(home))
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped instance files against a real Postgres
+
+
+def test_k8s_instance_file_starts_on_postgres_and_materializes_a_cell(lab, postgres_server, database):
+    from lab_assets.runtime.postgres_storage import ForwardOnlyPostgresEventLogStorage
+
+    # k8s/base/dagster.yaml as shipped, only the host, port and database name overridden.
+    config = cluster.instance_config(postgres_server.port, database)
+    home = Path(os.environ["DAGSTER_HOME"])
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    (lab / "sweeps" / "one.yaml").write_text(ONE_CELL)
+
+    out = lab_cli("sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json", cwd=lab)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["materialized"] == {"datasets": 1, "cells": 1, "metric_table": 1, "report": 1}
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/one.yaml", "--json", cwd=lab).stdout)
+    assert {c["status"] for c in plan["cells"]} == {"fresh"}
+
+    instance = dg.DagsterInstance.from_config(str(home))
+    assert isinstance(instance.event_log_storage, ForwardOnlyPostgresEventLogStorage)
+    assert instance.get_latest_materialization_event(dg.AssetKey("metrics")) is not None
+    with postgres_server.connect(database) as conn, conn.cursor() as cur:  # really in Postgres
+        cur.execute("SELECT count(*) FROM runs WHERE status = 'SUCCESS'")
+        assert cur.fetchone()[0] == 4
+
+    # What the issue saw with the file as it was: SQLAlchemy 2.1 reads postgresql:// as psycopg 3.
+    del config["storage"]["custom"]["config"]["postgres_db"]["scheme"]
+    with pytest.raises(ModuleNotFoundError, match="psycopg"):
+        write_instance(lab / "plain_scheme", config).get_runs()
+
+
+def helm_instance_config(port: int, db_name: str) -> dict:
+    """The instance the Dagster chart renders from k8s/helm/values.yaml (its templates
+    helpers/instance/_postgresql.tpl and configmap-instance.yaml), host, port and database
+    overridden as the chart's Postgres service would give them."""
+    values = yaml.safe_load((REPO / "k8s" / "helm" / "values.yaml").read_text())["postgresql"]
+    postgres_db = {
+        "username": values["postgresqlUsername"],
+        "password": {"env": "DAGSTER_PG_PASSWORD"},
+        "hostname": "127.0.0.1",
+        "db_name": db_name,
+        "port": port,
+        "params": values.get("postgresqlParams") or {},
+    }
+    if values.get("postgresqlScheme"):
+        postgres_db["scheme"] = values["postgresqlScheme"]
+    storages = {
+        "run_storage": ("dagster_postgres.run_storage", "PostgresRunStorage"),
+        "event_log_storage": ("dagster_postgres.event_log", "PostgresEventLogStorage"),
+        "schedule_storage": ("dagster_postgres.schedule_storage", "PostgresScheduleStorage"),
+    }
+    return {k: {"module": m, "class": c, "config": {"postgres_db": postgres_db}} for k, (m, c) in storages.items()}
+
+
+def test_helm_values_instance_starts_on_postgres(tmp_path, postgres_server, database):
+    instance = write_instance(tmp_path / "home", helm_instance_config(postgres_server.port, database))
+    key = dg.AssetKey("probe")
+    instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    assert instance.get_latest_materialization_event(key) is not None
+
+
+def test_image_installs_the_driver_the_scheme_names():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "import psycopg2, sqlalchemy, lab_assets.runtime.postgres_storage" in dockerfile
+    assert "create_engine('postgresql+psycopg2://" in dockerfile
+    dependencies = __import__("tomllib").loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {"dagster-postgres", "psycopg2-binary"} <= set(dependencies)
+    assert "psycopg2-binary==2.9.13" in (REPO / "constraints.txt").read_text().splitlines()
+
+
+# ---------------------------------------------------------------------------------------------
+# The asset-row race, replayed deterministically (docs/postgres-asset-row-race.md)
+
+
+def replay_late_asset_row_update(instance: dg.DagsterInstance) -> tuple[int, int, int]:
+    """Two writers materialize the same asset. Writer A inserts its event first (smaller id) and
+    is held between its two transactions; writer B stores its event completely; then A's
+    asset-row upsert runs. Returns (A's id, B's id, the id the asset row names)."""
+    key = dg.AssetKey("embedding_like")
+    storage = instance.event_log_storage
+    a_inserted, b_done = threading.Event(), threading.Event()
+    original = storage._store_asset_event_tags  # the first step of the second transaction
+    held = []
+
+    def hold_writer_a(conn, events, event_ids):
+        if not held:  # writer A: its event row is committed, its asset-row upsert not yet run
+            held.append(event_ids[0])
+            a_inserted.set()
+            assert b_done.wait(30)
+        return original(conn, events, event_ids)
+
+    storage._store_asset_event_tags = hold_writer_a
+    try:
+        def materialize(partition: str) -> None:  # NaN metadata: a metric that was undefined
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition, metadata={"m": math.nan}))
+
+        writer_a = threading.Thread(target=materialize, args=("a",))
+        writer_a.start()
+        assert a_inserted.wait(30)
+        materialize("b")  # writer B, start to end
+        b_done.set()
+        writer_a.join(30)
+    finally:
+        del storage._store_asset_event_tags
+    ids = sorted(r.storage_id for r in instance.fetch_materializations(key, limit=10).records)
+    row = instance.get_asset_records([key])[0].asset_entry.last_materialization_record.storage_id
+    assert held == ids[:1], "writer A must hold the smaller event id"
+    return ids[0], ids[1], row
+
+
+def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
+    config = cluster.instance_config(postgres_server.port, database)
+    ours = write_instance(tmp_path / "ours", {"storage": config["storage"]})
+    older, newer, row = replay_late_asset_row_update(ours)
+    assert row == newer  # the row keeps the newest materialization
+
+    # A genuinely newer materialization still moves it forward.
+    ours.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey("embedding_like"), partition="a"))
+    latest = ours.fetch_materializations(dg.AssetKey("embedding_like"), limit=1).records[0].storage_id
+    assert ours.get_asset_records([dg.AssetKey("embedding_like")])[0].asset_entry.last_materialization_record.storage_id == latest
+
+    # Upstream (dagster-postgres 0.29.27, `storage: postgres:`): the same interleaving leaves the
+    # row at the older event. If this starts failing after an upgrade, the bug is fixed upstream.
+    postgres_server.create_database(database + "_up")
+    upstream = {"postgres": {**config["storage"]["custom"]["config"]}}
+    upstream["postgres"]["postgres_db"] = {**upstream["postgres"]["postgres_db"], "db_name": database + "_up"}
+    older, newer, row = replay_late_asset_row_update(write_instance(tmp_path / "upstream", {"storage": upstream}))
+    assert row == older
+
+
+# ---------------------------------------------------------------------------------------------
+# The one-machine cluster
+
+
+@pytest.fixture
+def lab_cluster(lab):
+    """`lab cluster up` in the test's folder (fresh database, bucket and instance), as a person
+    starts it; `lab cluster down` after, which must find every part still running."""
+    folder = lab / "cluster"
+    out = lab_cli("cluster", "up", "--dir", str(folder), cwd=lab, timeout=180)
+    state = cluster.State.load(folder) if (folder / "state.json").is_file() else None
+    try:
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert re.search(r"Dagster UI on (\S+)", out.stdout)[1] == state.ui_url
+        yield state
+    finally:
+        down = lab_cli("cluster", "down", "--dir", str(folder), cwd=lab)
+        assert "stopped daemon, webserver, code-server, s3, postgres" in down.stdout, down.stdout + down.stderr
+        assert not [p for p in state.pids.values() if cluster._pid_alive(p)] if state else True
+
+
+def cluster_environment(state) -> dict[str, str]:
+    env = {}
+    for line in (Path(state.folder) / "env.sh").read_text().splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = __import__("shlex").split(value)[0]
+    return env
+
+
+def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
+    table = pd.read_parquet(path, storage_options=storage_options)
+    # Provenance differs by design between two executions (run ids, timings, hosts).
+    keep = [c for c in table.columns if c == "partition" or "@" in c or c in ("dataset_label", "method", "seed", "n")]
+    return table[keep].sort_values("partition").reset_index(drop=True)
+
+
+def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
+    # The embedded default (SQLite, local files), as the reference.
+    embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    assert embedded.returncode == 0, embedded.stderr
+    reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
+
+    # The same sweep submitted to the cluster: its instance (Postgres), its object store.
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    submitted = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4  # 0 stale, 0 missing
+
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
+
+    # Every run was its own process, from the Job dagster-k8s built, in a private folder, and the
+    # four cells ran at once.
+    runs = sorted((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))
+    assert len(runs) == 8 and all((r / "exit_code").read_text() == "0" for r in runs)
+    jobs = [json.loads((r / "job.json").read_text()) for r in runs]
+    containers = [j["spec"]["template"]["spec"]["containers"][0] for j in jobs]
+    assert all(c["args"][:3] == ["dagster", "api", "execute_run"] for c in containers)
+    password = {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}
+    assert all({"name": "DAGSTER_PG_PASSWORD", "valueFrom": password} in c["env"] for c in containers)
+    cells = [r for r, c in zip(runs, containers) if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells"} in c["env"]]
+    spans = [((r / "job.json").stat().st_mtime, (r / "exit_code").stat().st_mtime) for r in cells]
+    assert max(start for start, _ in spans) < min(end for _, end in spans), "the 4 cells' runs did not overlap"
+
+    # No credential in the logs of any part or run, nor in the Jobs.
+    secrets_ = [cluster_environment(lab_cluster)[k] for k in ("DAGSTER_PG_PASSWORD", "AWS_SECRET_ACCESS_KEY")]
+    texts = [p.read_text(errors="replace") for p in Path(lab_cluster.folder).glob("logs/*.log")]
+    texts += [(r / "output.log").read_text(errors="replace") + (r / "job.json").read_text() for r in runs]
+    # ... nor in what the UI shows: the instance's configuration, the runs' tags and run config.
+    body = json.dumps({"query": "{ instance { info } runsOrError { ... on Runs { results { runConfigYaml tags { key value } } } } }"})
+    request = __import__("urllib.request").request.Request(f"{lab_cluster.ui_url}/graphql", body.encode(), {"Content-Type": "application/json"})
+    with __import__("urllib.request").request.urlopen(request, timeout=60) as response:
+        ui = response.read().decode()
+    assert "runConfigYaml" in ui and "lab-assets-postgres" in ui  # the instance info holds the launcher config
+    texts.append(ui)
+    assert not [s for s in secrets_ for t in texts if s in t]
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults (slow: run monitoring polls every 60 s, as configured for the cluster)
+
+SLOW_CELL = """
+name: slow
+data:
+  swissroll: {n_samples: 1500, noise: 0.05}
+seeds: [0]
+methods:
+  isomap: {n_neighbors: 12}
+metrics:
+  trustworthiness: {k: [5]}
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_cluster, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+
+    from lab_assets_tests.conftest import wait_for
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    runs = Path(lab_cluster.folder) / "runs"
+
+    def cell_mid_run():
+        for job in runs.glob("dagster-run-*/job.json"):
+            log = job.parent / "output.log"
+            if "materialize_cells" in job.read_text() and log.is_file() and "STEP_START" in log.read_text(errors="replace"):
+                return job.parent
+        return None
+
+    victim = wait_for(cell_mid_run, 180, "a cell's run process mid-cell")
+    os.killpg(int((victim / "pid").read_text()), signal.SIGKILL)
+    killed_id = victim.name.removeprefix("dagster-run-")
+    out, err = submit.communicate(timeout=400)
+    assert submit.returncode == 1 and killed_id in err, out + err  # the sweep reports the killed run
+
+    instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    assert instance.get_run_by_id(killed_id).status == dg.DagsterRunStatus.FAILURE
+    failure = [e for e in instance.all_logs(killed_id) if e.dagster_event and e.dagster_event.is_run_failure]
+    # Run monitoring, from the process's exit (K8sRunLauncher.check_run_worker_health's own words).
+    assert failure and "Detected run worker status FAILED" in failure[-1].message
+    assert "no active pods" in failure[-1].message
+
+    def retried():
+        children = instance.get_runs(dg.RunsFilter(tags={"dagster/parent_run_id": killed_id}))
+        return [r for r in children if r.status == dg.DagsterRunStatus.SUCCESS]
+
+    wait_for(retried, 240, "the retry of the killed run to succeed")
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/slow.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"]
+
+
+@pytest.mark.slow
+def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, lab_cluster, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    import s3fs
+
+    from lab_assets_tests.conftest import wait_for
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    runs = Path(lab_cluster.folder) / "runs"
+    submit = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+    def cells_running():
+        return any("materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
+                   for j in runs.glob("dagster-run-*/job.json"))
+
+    wait_for(cells_running, 180, "the cells' runs")
+    pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
+    pg.stop()
+    time.sleep(10)
+    pg.start()
+    submit.communicate(timeout=400)  # fails or not: what counts is what is recorded, and the re-run
+
+    instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    unfinished = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+                  dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+    wait_for(lambda: not instance.get_runs(dg.RunsFilter(statuses=unfinished)), 300, "every run to finish or fail")
+
+    # Nothing recorded that was not written: every recorded materialization's file exists.
+    fs = s3fs.S3FileSystem()
+    for asset in ("dataset", "embedding", "metrics"):
+        for partition in instance.get_materialized_partitions(dg.AssetKey(asset)):
+            *dirs, last = partition.split("|")
+            assert fs.exists("/".join(["lab-assets/lab/assets", asset, *dirs, last + ".parquet"])), (asset, partition)
+
+    rerun = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
+    assert plan["report"]["status"] == "fresh"
+
+
+@pytest.mark.slow
+def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
+    """The UI's path: one `launchPartitionBackfill` over the sweep's partitions of every asset,
+    through the cluster's webserver; the daemon orders and launches the runs."""
+    from benchmarks.ui_backfill import backfill
+    from lab_assets.defs.register import register
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runtime import instance
+
+    embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    assert embedded.returncode == 0, embedded.stderr
+    reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
+
+    for key, value in cluster_environment(lab_cluster).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    instance.get_instance.cache_clear()
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    register(instance.get_instance(), sweep)  # partition keys exist before the UI can ask for them
+    backfill(int(lab_cluster.ui_url.rsplit(":", 1)[1]), sweep, timeout=400)
+
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
+    instance.get_instance.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-process launcher's kubelet part, alone (no cluster)
+
+
+def job_body(name: str, command: list[str], env: list[dict], env_from: list[dict] | None = None) -> dict:
+    return {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lab-assets-data"}}],
+            "containers": [{"name": "c", "image": "x", "args": command, "env": env, "envFrom": env_from or [],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data/lab"}]}],
+        }}},
+    }
+
+
+def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
+    import sys
+    import time
+
+    from lab_assets.runtime.process_launcher import LaunchError, LocalJobs
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("MY_PG_PASSWORD", "pw-from-the-environment")
+    jobs = LocalJobs(str(tmp_path / "runs"), {"lab-assets-postgres": {"postgresql-password": "MY_PG_PASSWORD"}})
+    script = "import os, pathlib; print(os.environ['LAB_HOME'], len(os.environ['DAGSTER_PG_PASSWORD']) == 23, pathlib.Path(os.environ['LAB_HOME']).is_dir(), os.getcwd())"
+    password = {"name": "DAGSTER_PG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}}
+    jobs.create_namespaced_job_with_retries(job_body("ok", ["python", "-c", script], [{"name": "LAB_HOME", "value": "/data/lab"}, password]), "ns")
+    deadline = time.monotonic() + 30
+    while not jobs.get_job_status("ns", "ok").succeeded:
+        assert not jobs.get_job_status("ns", "ok").failed and time.monotonic() < deadline
+        time.sleep(0.1)
+    root = tmp_path / "runs" / "ok" / "root"
+    assert (tmp_path / "runs" / "ok" / "output.log").read_text().split() == [str(root / "data/lab"), "True", "True", str(root)]
+    assert "pw-from-the-environment" not in (tmp_path / "runs" / "ok" / "job.json").read_text()
+
+    # A run that is terminated (the UI's Terminate: delete the Job) ends failed.
+    jobs.create_namespaced_job_with_retries(job_body("long", ["python", "-c", "import time; time.sleep(60)"], []), "ns")
+    assert jobs.get_job_status("ns", "long").active and jobs.delete_job("long", "ns")
+    while not jobs.get_job_status("ns", "long").failed:
+        assert time.monotonic() < deadline + 30
+        time.sleep(0.1)
+
+    # What a pod could not start with fails the launch, naming what is missing.
+    with pytest.raises(LaunchError, match="secret lab-assets-s3 is not defined"):
+        jobs.create_namespaced_job_with_retries(job_body("s3", ["python"], [], [{"secretRef": {"name": "lab-assets-s3"}}]), "ns")
+    monkeypatch.delenv("MY_PG_PASSWORD")
+    with pytest.raises(LaunchError, match="secret lab-assets-postgres has no key postgresql-password"):
+        jobs.create_namespaced_job_with_retries(job_body("pw", ["python"], [password]), "ns")
+    with pytest.raises(LaunchError, match="not on the image's PATH"):
+        jobs.create_namespaced_job_with_retries(job_body("cmd", ["no-such-command"], []), "ns")
