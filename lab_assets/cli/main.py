@@ -211,11 +211,14 @@ def _show(name: str, as_json: bool, heartbeat: dict | None) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from lab_assets.runtime.instance import prepare_dagster_home
-    from lab_assets.core.settings import project_dir
     from lab_assets.cli.ui import serve
+    from lab_assets.core.settings import project_dir
+    from lab_assets.runtime.instance import get_instance
 
-    prepare_dagster_home()
+    # The instance's tables, created here once: on a fresh lab home the webserver and the daemon
+    # would both create the SQLite schedule storage at start, and two alembic stamps leave it
+    # with two heads ("Version table 'alembic_version' has more than one head").
+    get_instance()
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]
     print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", flush=True)
