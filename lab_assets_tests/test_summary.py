@@ -3,6 +3,7 @@ labels, and what a sweep run shows: the terminal at 100 columns, the report's su
 each embedding's scatter plot."""
 
 import base64
+import json
 import math
 
 import numpy as np
@@ -224,6 +225,10 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
     assert "trustworthiness (higher is better)" in shown.stdout and "isomap n_neighbors=12" in shown.stdout
     words = " ".join(shown.stdout.split())  # wrapped lines read as one text
     assert "too few pairs to tell (2 < 6)" in words and "summary.md" in words
+    sql = "SELECT method_label, count(*) AS rows FROM tiny_summary WHERE best GROUP BY 1 ORDER BY 1"
+    queried = lab_cli("query", sql, "--format", "json", cwd=lab)
+    assert queried.returncode == 0, queried.stderr
+    assert {r["method_label"] for r in json.loads(queried.stdout)} <= {"pca", "isomap n_neighbors=8", "isomap n_neighbors=12"}
     cells = lab_cli("report", "sweeps/tiny.yaml", "--cells", cwd=lab)
     assert cells.returncode == 0, cells.stderr
     assert max(map(len, cells.stdout.splitlines())) <= 100

@@ -80,7 +80,7 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
     table["rank"] = pd.array([pd.NA] * len(table), dtype="Int64")
     for (_, _), group in table.groupby(["data_config", "metric"], sort=False):
         better = group["better"].iloc[0]
-        if better is None or (isinstance(better, float) and math.isnan(better)):
+        if pd.isna(better):  # descriptive: never ranked
             continue
         ranks = group["mean"].rank(ascending=better == "lower", method="min", na_option="keep")
         table.loc[group.index, "rank"] = ranks.astype("Int64")
@@ -101,7 +101,7 @@ def compare(sweep: Sweep, cells: pd.DataFrame, summary: pd.DataFrame) -> pd.Data
     rows = []
     for (dc, col), group in summary.groupby(["data_config", "metric"], sort=False):
         ranked = group[group["rank"].notna()]
-        if group["better"].iloc[0] is None or len(ranked) < 2:
+        if pd.isna(group["better"].iloc[0]) or len(ranked) < 2:  # descriptive: None (or NaN in a str column)
             continue
         ranked = ranked.assign(order=ranked["method"].map(order)).sort_values(["rank", "order"])
         best, runner = ranked.iloc[0], ranked.iloc[1]

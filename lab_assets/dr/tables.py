@@ -96,8 +96,8 @@ def _metric_groups(summary: pd.DataFrame):
 
 
 def summary_text(summary: pd.DataFrame, comparisons: pd.DataFrame, width: int = WIDTH) -> str:
-    lines = textwrap.wrap(f"mean ± sd over seeds; (rank) per dataset, * = best; the {INTERVAL} is in "
-                          "summary.md/.csv", width)
+    lines = textwrap.wrap("mean ± sd over seeds; (rank) per dataset, * = best; 95% t-intervals in summary.md and "
+                          "summary.csv", width)
     for name, group, variants in _metric_groups(summary):
         first = group[group["metric"] == variants[0]]
         n_max = group.groupby(["data_config", "method"], sort=False)["n"].max().reindex(
