@@ -65,7 +65,7 @@ def test_plan_run_plan_report_in_parallel(lab):
 
     report = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)
     assert report.returncode == 0
-    assert "trustworthiness@k=5" in report.stdout and "embeddings.png" in report.stdout
+    assert "trustworthiness (higher is better)" in report.stdout and "embeddings.png" in report.stdout
 
     sql = 'SELECT method_name, count(*) AS n, min("trustworthiness@k=5") AS t FROM metric_table GROUP BY 1 ORDER BY 1'
     rows = json.loads(lab_cli("query", sql, "--format", "json", cwd=lab).stdout)

@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"sweep {sweep.name}: {result.count(DATASETS)} datasets and {result.count(CELLS)} cells materialized, "
               f"{result.count(CELLS, FRESH)} already fresh, {len(failed)} failed, in {result.seconds:.1f} s")
         _print_problems(result)
-        _print_report(sweep.name)
+        _print_report(sweep)
     return 0 if result.ok else FAILED
 
 
@@ -123,14 +123,31 @@ def _report_dir(name: str) -> str:
     return report_dir(name)
 
 
-def _print_report(name: str) -> None:
-    from lab_assets.core import storage
+def _width() -> int:
+    """The terminal's width, at most 100 columns (and 100 when not a terminal)."""
+    import shutil
 
-    out = _report_dir(name)
-    md = f"{out}/metrics.md"
-    if storage.exists(md):
-        print(storage.read_bytes(md).decode())
-        print(f"report: {out}/ (metrics.md, metrics.csv, metrics.parquet, embeddings.png, metrics_vs_k.png)")
+    return max(60, min(100, shutil.get_terminal_size((100, 24)).columns))
+
+
+def _print_report(sweep, cells: bool = False) -> None:
+    """The seed-aggregated summary (or, with `cells`, the per-cell table), readable at 100 columns."""
+    from lab_assets.core import storage
+    from lab_assets.dr import tables
+
+    out = _report_dir(sweep.name)
+    if not storage.exists(f"{out}/summary.parquet"):
+        return
+    if cells:
+        table = storage.read_parquet(f"{out}/metrics.parquet")
+        metric_columns = [m.column for m in sweep.metrics if m.column in table.columns]
+        print(tables.cells_text(table, metric_columns, sweep.labels, _width()))
+    else:
+        summary = storage.read_parquet(f"{out}/summary.parquet")
+        comparisons = storage.read_parquet(f"{out}/comparisons.parquet")
+        print(tables.summary_text(summary, comparisons, _width()))
+    print(f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
+          "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -145,7 +162,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         out = _report_dir(sweep.name)
         print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": storage.glob(f"{out}/*")}, indent=2))
     else:
-        _print_report(sweep.name)
+        _print_report(sweep, cells=args.cells)
     return 0 if result.ok else FAILED
 
 
@@ -244,8 +261,10 @@ def parser() -> argparse.ArgumentParser:
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run)
 
-    report = sub.add_parser("report", help="write a sweep's table (Parquet, CSV, Markdown) and figures")
+    report = sub.add_parser("report", help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
+                            "Markdown) and figures; print the summary")
     report.add_argument("file")
+    report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
     report.add_argument("--json", action="store_true")
     report.set_defaults(fn=cmd_report)
 

@@ -32,6 +32,9 @@ import pydantic
 RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0-9.]+))(?P<close>[\])])")
 
 
+BETTER = ("higher", "lower", None)  # a metric's direction (Entry.better)
+
+
 class RegistryError(ValueError):
     """A name or a parameter that the registry does not accept."""
 
@@ -68,6 +71,10 @@ class Entry:
     # Metrics: the mathematically possible values, in interval notation ("[0, 1]", "(0, inf)");
     # the metrics asset's blocking check refuses a value outside it.
     valid_range: str | None = None
+    # Metrics: which way is better, "higher" or "lower"; None = descriptive (LID, participation
+    # ratio, persistent homology: no direction is better), so the summary ranks and compares
+    # methods only on metrics that have one.
+    better: str | None = None
     # Methods: the estimator has `inverse_transform` back to data space (reconstruction_error).
     invertible: bool = False
     # Methods: fitting trains weights worth keeping (`fit(X, checkpoint=)`, `weights()`): the
@@ -142,10 +149,14 @@ class Registry:
         packages: Iterable[str] = (),
         fingerprint: Callable[[dict[str, Any]], str] | None = None,
         valid_range: str | None = None,
+        better: str | None = None,
         invertible: bool = False,
         trainable: bool = False,
         sources: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Entry]:
+        if better not in BETTER:
+            raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
+
         def register(fn: Callable[..., Any]) -> Entry:
             if name in self._entries:
                 raise RegistryError(f"{self.kind} {name!r} is registered twice")
@@ -156,6 +167,7 @@ class Registry:
                 packages=tuple(packages),
                 fingerprint=fingerprint,
                 valid_range=valid_range,
+                better=better,
                 invertible=invertible,
                 trainable=trainable,
                 sources=tuple(sources),

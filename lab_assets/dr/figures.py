@@ -24,9 +24,10 @@ def _save(fig: plt.Figure, path: str) -> str:
 
 
 def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: str) -> str:
-    """One panel per (data row, method column); `panels[(data, method)]` is an embedding table."""
-    rows = sorted({d for d, _ in panels})
-    cols = sorted({m for _, m in panels})
+    """One panel per (data row, method column), in the order given; `panels[(data, method)]` is
+    an embedding table."""
+    rows = list(dict.fromkeys(d for d, _ in panels))
+    cols = list(dict.fromkeys(m for _, m in panels))
     fig, axes = plt.subplots(len(rows), len(cols), figsize=(2.4 * len(cols), 2.4 * len(rows)), squeeze=False)
     for i, d in enumerate(rows):
         for j, m in enumerate(cols):
@@ -56,20 +57,20 @@ def metric_curves(table: pd.DataFrame, path: str) -> str:
     for col in table.columns:
         m = METRIC_AT_K.match(col)
         if m:
-            part = table[["dataset_label", "method", "seed", col]].rename(columns={col: "value"})
+            part = table[["dataset_label", "method_label", "seed", col]].rename(columns={col: "value", "method_label": "method"})
             long.append(part.assign(metric=m["metric"] + m["rest"], k=int(m["k"])))
     if not long:
         fig = plt.figure(figsize=(4, 1))
         fig.text(0.5, 0.5, "no metric with a k parameter", ha="center")
         return _save(fig, path)
     data = pd.concat(long).dropna(subset=["value"])
-    metrics, datasets = sorted(data["metric"].unique()), sorted(data["dataset_label"].unique())
+    metrics, datasets = list(dict.fromkeys(data["metric"])), list(dict.fromkeys(data["dataset_label"]))
     fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.2 * len(datasets), 2.6 * len(metrics)), squeeze=False)
     for i, metric in enumerate(metrics):
         for j, ds in enumerate(datasets):
             ax = axes[i][j]
             sub = data[(data["metric"] == metric) & (data["dataset_label"] == ds)]
-            for method, g in sub.groupby("method"):
+            for method, g in sub.groupby("method", sort=False):
                 s = g.groupby("k")["value"].agg(["mean", "min", "max"])
                 ax.plot(s.index, s["mean"], marker="o", ms=3, label=method)
                 ax.fill_between(s.index, s["min"], s["max"], alpha=0.2)

@@ -1,7 +1,8 @@
 """`lab query "SQL"`: DuckDB over the lab's consolidated Parquet tables.
 
-Views: `metric_table` (every materialized cell's metric row, with partition key and git SHA) and
-one `<sweep>` view per registered sweep's report table. Tables are read through the storage
+Views: `metric_table` (every materialized cell's metric row, with partition key and git SHA),
+one `<sweep>` view per registered sweep's report table (one row per cell) and `<sweep>_summary`
+(its summary over seeds, dr/summary.py). Tables are read through the storage
 layer, so the same query works on local disk and on S3-compatible storage.
 """
 
@@ -22,6 +23,7 @@ def tables() -> dict[str, str]:
     for name in keystore.keys("sweep"):
         if VIEW_NAME.match(name):  # a sweep named like a SQL identifier gets a view
             found[name] = storage.url("reports", name, "metrics.parquet")
+            found[f"{name}_summary"] = storage.url("reports", name, "summary.parquet")
     return {view: path for view, path in found.items() if storage.exists(path)}
 
 

@@ -9,6 +9,7 @@ of silently overwriting an old result.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,8 +41,13 @@ class DataConfig:
     seed: int
 
     @property
+    def config_key(self) -> str:
+        """The key without its seed: one dataset configuration, all seeds."""
+        return f"{self.dataset}-{digest([self.dataset, self.params], KEY_DIGEST_LENGTH)}"
+
+    @property
     def key(self) -> str:
-        return f"{self.dataset}-{digest([self.dataset, self.params], KEY_DIGEST_LENGTH)}~s{self.seed}"
+        return f"{self.config_key}~s{self.seed}"
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,14 @@ class Sweep:
         cells = [(d.key, m.key) for d in self.data for m in self.methods]
         object.__setattr__(self, "cells", cells)
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """Readable label per data config key (`DataConfig.config_key`), method key and metric
+        column: the name plus the parameters that vary within this sweep (`swissroll
+        noise=0.05`, `umap n_neighbors=15`, `trustworthiness k=15`); just the name where nothing
+        varies."""
+        return readable_labels([self])
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("cells")
@@ -100,6 +114,46 @@ class Sweep:
             schedule=obj.get("schedule"),
             description=obj.get("description", ""),
         )
+
+
+def _value(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def varying_labels(configs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """`name p=v ...` per (name, params), with the parameters whose values differ among the
+    configs of the same name (in the order the entry declares them); just `name` otherwise."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    for name, params in configs:
+        values = seen.setdefault(name, {})
+        for p in params:
+            values.setdefault(p, set())
+    for name, params in configs:
+        for p, vs in seen[name].items():
+            vs.add(_value(params.get(p)))
+    labels = []
+    for name, params in configs:
+        varying = [p for p, vs in seen[name].items() if len(vs) > 1]
+        labels.append(" ".join([name, *(f"{p}={_value(params.get(p))}" for p in varying)]))
+    return labels
+
+
+def readable_labels(sweeps: list[Sweep]) -> dict[str, str]:
+    """Label per data config key, method key and metric column over these sweeps together (a
+    cell in two sweeps is labelled by what varies in either)."""
+    out: dict[str, str] = {}
+    for kind in ("data", "methods", "metrics"):
+        items: dict[str, tuple[str, dict[str, Any]]] = {}
+        for s in sweeps:
+            for c in getattr(s, kind):
+                if kind == "data":
+                    items[c.config_key] = (c.dataset, c.params)
+                elif kind == "methods":
+                    items[c.key] = (c.method, c.params)
+                else:
+                    items[c.column] = (c.metric, c.params)
+        out.update(zip(items, varying_labels(list(items.values()))))
+    return out
 
 
 Params = dict[str, Any] | None

@@ -4,6 +4,7 @@ The dataset is computed once per data key; every method's cell reads it through 
 `MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
 """
 
+import base64
 import hashlib
 import warnings
 from dataclasses import asdict
@@ -21,6 +22,7 @@ from lab_assets.defs.assets.specs import data_version, method_spec, method_versi
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.sweep import readable_labels
 from lab_assets.defs.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
 
 GROUP = "experiments"
@@ -131,10 +133,35 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
     yield dg.MaterializeResult(
         asset_key="embedding",
-        metadata=materialization_metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
+        metadata={
+            "label": cell_label(data, method),
+            "scatter": _scatter(context, Z, df["label"]),
+            **materialization_metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
+        },
         data_version=content_version(df),
         check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
     )
+
+
+def cell_label(data, method, sweeps=None) -> str:
+    """`swissroll noise=0.05 seed=0 | umap n_neighbors=15`: the parameters that vary within the
+    registered sweeps that contain the cell (the full ones are in `config`)."""
+    sweeps = keystore.sweeps_containing(data.key, method.key) if sweeps is None else sweeps
+    labels = readable_labels(sweeps)
+    return f"{labels.get(data.config_key, data.dataset)} seed={data.seed} | {labels.get(method.key, method.method)}"
+
+
+def _scatter(context: dg.AssetExecutionContext, Z: np.ndarray, labels: pd.Series) -> dg.MetadataValue | str:
+    """The embedding as a small inline PNG (a few KB); a drawing problem never fails the cell."""
+    try:
+        from lab_assets.dr.thumbnail import scatter_png  # Pillow: imported where a cell is drawn
+
+        encoded = base64.b64encode(scatter_png(Z, labels)).decode()
+    except Exception as e:  # noqa: BLE001 - metadata only: the embedding itself is written and checked
+        context.log.warning(f"embedding scatter plot not drawn: {type(e).__name__}: {e}")
+        return f"not drawn: {type(e).__name__}: {e}"
+    coloured = "coloured by label" if labels.notna().any() else "no labels"
+    return dg.MetadataValue.md(f"![embedding, {coloured}](data:image/png;base64,{encoded})")
 
 
 def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.MaterializeResult:
@@ -219,7 +246,7 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
     return dg.MaterializeResult(
         metadata=materialization_metadata(
-            prov, t, 1, path, **{f"metric/{c}": v for c, v in values.items()},
+            prov, t, 1, path, label=cell_label(data, method, cell_sweeps), **{f"metric/{c}": v for c, v in values.items()},
             not_applicable=dg.MetadataValue.json(not_applicable),
             subsampled=dg.MetadataValue.json(sampled), **wandb,
         ),

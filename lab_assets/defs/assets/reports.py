@@ -11,7 +11,7 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets.dr import keystore
+from lab_assets.dr import keystore, summary, tables
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.assets.datasets import content_version
@@ -21,7 +21,9 @@ from lab_assets.core.registry import source_file
 from lab_assets.dr.sweep import Sweep
 
 GROUP = "reports"
-CODE_VERSION = lineage.module_version(__file__, source_file("lab_assets.dr.figures"))
+CODE_VERSION = lineage.module_version(
+    __file__, *(source_file(f"lab_assets.dr.{m}") for m in ("figures", "summary", "tables"))
+)
 ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "n", "git_sha", "git_dirty"]
 
 
@@ -63,32 +65,46 @@ def report_dir(sweep_name: str) -> str:
 
 
 def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
-    """The sweep's rows, with readable dataset/method labels, its requested metric columns."""
-    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
+    """The sweep's rows (one per cell, in the sweep's order), labelled by the parameters that
+    vary within the sweep (`Sweep.labels`), with its requested metric columns."""
+    cells = {keys.cell_key(d, m): i for i, (d, m) in enumerate(sweep.cells)}
     rows = table[table["partition"].isin(cells)].copy()
     wanted = [m.column for m in sweep.metrics if m.column in rows.columns]
-    rows["dataset_label"] = rows["data"].str.replace(r"~s\d+$", "", regex=True)
-    return rows[["partition", "dataset_label", "method", "seed", "n", "git_sha", *wanted]].sort_values(
-        ["dataset_label", "method", "seed"]
-    )
+    labels = sweep.labels
+    rows["dataset_label"] = rows["data"].map(lambda k: labels[summary.config_key(k)])
+    rows["method_label"] = rows["method"].map(labels)
+    order = {d.config_key: i for i, d in enumerate(sweep.data)}
+    methods = {m.key: i for i, m in enumerate(sweep.methods)}
+    rows = rows.assign(
+        _d=rows["data"].map(lambda k: order[summary.config_key(k)]), _m=rows["method"].map(methods)
+    ).sort_values(["_d", "_m", "seed"])
+    return rows[["partition", "dataset_label", "method_label", "data", "method", "seed", "n", "git_sha", *wanted]]
 
 
 def write_report(sweep: Sweep) -> dict[str, str]:
     """The report files of one sweep, from the current metric table and embeddings."""
     out = report_dir(sweep.name)
     table = sweep_table(sweep, storage.read_parquet(storage.asset_path("metric_table")))
-    markdown = table.drop(columns=["git_sha"]).to_markdown(index=False, floatfmt=".4f")
+    markdown = table.drop(columns=["git_sha", "data", "method"]).to_markdown(index=False, floatfmt=".4f")
+    stats = summary.summarize(sweep, table)
+    comparisons = summary.compare(sweep, table, stats)
+    summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
     paths = {
         "parquet": storage.write_parquet(f"{out}/metrics.parquet", table),
         "csv": storage.write_bytes(f"{out}/metrics.csv", table.to_csv(index=False).encode()),
         "markdown": storage.write_bytes(f"{out}/metrics.md", (markdown + "\n").encode()),
+        "summary_parquet": storage.write_parquet(f"{out}/summary.parquet", stats),
+        "summary_csv": storage.write_bytes(f"{out}/summary.csv", stats.to_csv(index=False).encode()),
+        "summary_markdown": storage.write_bytes(f"{out}/summary.md", (summary_md + "\n").encode()),
+        "comparisons_parquet": storage.write_parquet(f"{out}/comparisons.parquet", comparisons),
+        "comparisons_csv": storage.write_bytes(f"{out}/comparisons.csv", comparisons.to_csv(index=False).encode()),
     }
     first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
     panels = {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(d, m)] = storage.read_parquet(path)
+            panels[(sweep.labels[summary.config_key(d)], sweep.labels[m])] = storage.read_parquet(path)
     from lab_assets.dr import figures  # matplotlib: only where a report is drawn
 
     paths["embeddings"] = figures.embeddings_grid(panels, f"{out}/embeddings.png")
@@ -110,7 +126,8 @@ def _inline_png(title: str, path: str) -> dg.MetadataValue:
     freshness_policy=TABLE_FRESHNESS,
 )
 def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """A sweep's metric table (Parquet, CSV, Markdown) and figures."""
+    """A sweep's summary over seeds (mean ± sd, 95% interval, rank, best vs runner-up), its
+    per-cell metric table (Parquet, CSV, Markdown) and figures."""
     sweep = keystore.sweep(context.partition_key)
     with lineage.timed() as t:
         paths = write_report(sweep)
@@ -120,6 +137,8 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         metadata={
             **materialization_metadata(prov, t, len(table), report_dir(sweep.name)),
             "cells": f"{len(table)} of {len(sweep.cells)}",
+            # Seed-aggregated first: what a person reads; the per-cell table below it.
+            "summary": dg.MetadataValue.md(storage.read_bytes(paths["summary_markdown"]).decode()),
             "table": dg.MetadataValue.md(storage.read_bytes(paths["markdown"]).decode()),
             # Inline, so the figures show in the UI's materialization view without file access.
             "embeddings": _inline_png("Embeddings (first seed), coloured by label", paths["embeddings"]),

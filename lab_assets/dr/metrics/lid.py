@@ -14,7 +14,7 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)")
+@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None)  # descriptive: no better direction
 def lid(
     nb: Neighborhoods,
     *,

@@ -16,7 +16,7 @@ from lab_assets.dr.metrics.neighbors import Neighborhoods
 _BLOCK = 1 << 22
 
 
-@METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)")
+@METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)  # descriptive
 def participation_ratio(
     nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding"
 ) -> float:

@@ -28,7 +28,7 @@ def diagram(A: np.ndarray, dim: int) -> np.ndarray:
     return np.asarray(ripser(A, maxdim=dim)["dgms"][dim], dtype=np.float64)
 
 
-@METRICS("persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)")
+@METRICS("persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)", better=None)  # descriptive
 def persistent_homology(
     nb: Neighborhoods,
     *,

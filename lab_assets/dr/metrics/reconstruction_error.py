@@ -15,7 +15,7 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-@METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)")
+@METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)", better="lower")
 def reconstruction_error(
     nb: Neighborhoods, *, split: Literal["test", "train", "all"] = "test", normalized: bool = True
 ) -> float:

@@ -36,7 +36,7 @@ def class_labels(nb: Neighborhoods) -> np.ndarray:
     return labels
 
 
-@METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]")
+@METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]", better="higher")
 def silhouette(
     nb: Neighborhoods,
     *,

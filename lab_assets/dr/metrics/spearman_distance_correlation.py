@@ -59,7 +59,7 @@ def pair_distances(A: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-@METRICS("spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]")
+@METRICS("spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]", better="higher")
 def spearman_distance_correlation(
     nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000
 ) -> float:

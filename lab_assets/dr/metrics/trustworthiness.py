@@ -12,7 +12,7 @@ from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.metrics.neighbors import Neighborhoods, rank_penalty_score
 
 
-@METRICS("trustworthiness", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]")
+@METRICS("trustworthiness", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher")
 def trustworthiness(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Trustworthiness at neighbourhood size k: 1 = every embedding neighbour is a data neighbour."""
     nb.check_k(k)

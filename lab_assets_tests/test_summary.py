@@ -1,0 +1,235 @@
+"""The per-sweep summary over seeds (dr/summary.py), its text/Markdown (dr/tables.py), readable
+labels, and what a sweep run shows: the terminal at 100 columns, the report's summary metadata,
+each embedding's scatter plot."""
+
+import base64
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dagster as dg
+from lab_assets.core import keys
+from lab_assets.core.registry import BETTER
+from lab_assets.dr import summary, tables
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.sweep import parse_sweep
+from lab_assets_tests.conftest import lab_cli
+
+SWEEP = """
+name: grid
+data:
+  swissroll: {n_samples: 100, noise: [0.05, 0.2]}
+  gaussian_blobs: {n_samples: 100}
+seeds: [0, 1, 2, 3, 4, 5, 6, 7]
+methods:
+  pca: {}
+  umap: {n_neighbors: [15, 50]}
+metrics:
+  trustworthiness: {k: [5, 10]}
+  lid: {k: [10]}
+  reconstruction_error: {}
+"""
+
+
+def synthetic_cells(sweep, rng, shift=None):
+    """A metric row per cell: random values, with a per-method shift of trustworthiness."""
+    shift = shift or {}
+    rows = []
+    for d in sweep.data:
+        for m in sweep.methods:
+            row = {"partition": keys.cell_key(d.key, m.key), "data": d.key, "method": m.key, "seed": d.seed}
+            for metric in sweep.metrics:
+                row[metric.column] = rng.normal(0.8, 0.05) + shift.get(m.key, 0.0)
+            row["reconstruction_error@normalized=True,split=test"] = rng.uniform(0.1, 1) if m.method == "pca" else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def sweep():
+    return parse_sweep(SWEEP, "grid.yaml")
+
+
+def test_labels_name_only_the_parameters_that_vary(sweep):
+    labels = sweep.labels
+    assert sorted(labels[d.config_key] for d in sweep.data if d.seed == 0) == [
+        "gaussian_blobs", "swissroll noise=0.05", "swissroll noise=0.2"]
+    assert [labels[m.key] for m in sweep.methods] == ["pca", "umap n_neighbors=15", "umap n_neighbors=50"]
+    assert labels["trustworthiness@k=5"] == "trustworthiness k=5"
+    assert labels["reconstruction_error@normalized=True,split=test"] == "reconstruction_error"
+    # Nothing varies: just the names.
+    single = parse_sweep("name: s\ndata: {torus: {n_samples: 100}}\nmethods: {umap: {n_neighbors: 15}}\n", "s.yaml")
+    assert set(single.labels.values()) == {"torus", "umap"}
+
+
+def test_every_metric_declares_its_direction():
+    expected = {
+        "trustworthiness": "higher", "continuity": "higher", "knn_preservation": "higher",
+        "spearman_distance_correlation": "higher", "silhouette": "higher", "reconstruction_error": "lower",
+        "lid": None, "participation_ratio": None, "persistent_homology": None,
+    }
+    assert {name: METRICS[name].better for name in METRICS.names()} == expected
+    assert all(METRICS[name].better in BETTER for name in METRICS.names())
+
+
+def test_means_sds_and_t_intervals_match_pandas_and_scipy(sweep):
+    cells = synthetic_cells(sweep, np.random.default_rng(0))
+    cells.loc[3, "trustworthiness@k=5"] = np.nan  # a null (not applicable) value is left out of n
+    table = summary.summarize(sweep, cells)
+    assert len(table) == 3 * 3 * 4  # data configs x methods x metric columns
+
+    direct = cells.assign(data_config=cells["data"].str.replace(r"~s\d+$", "", regex=True))
+    for metric in (m.column for m in sweep.metrics):
+        g = direct.groupby(["data_config", "method"])[metric]
+        for (dc, method), values in g:
+            values = values.dropna()
+            row = table[(table["data_config"] == dc) & (table["method"] == method) & (table["metric"] == metric)].iloc[0]
+            assert row["n"] == len(values)
+            if len(values) == 0:
+                assert math.isnan(row["mean"]) and pd.isna(row["rank"])
+                continue
+            assert row["mean"] == pytest.approx(values.mean(), rel=1e-12)
+            assert row["sd"] == pytest.approx(values.std(ddof=1), rel=1e-12)
+            lo, hi = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+            assert (row["ci_low"], row["ci_high"]) == (pytest.approx(lo, rel=1e-10), pytest.approx(hi, rel=1e-10))
+    assert (table.groupby(["data_config", "method", "metric"])["n"].max() <= 8).all()
+    assert table["n"].sum() == 3 * 3 * 3 * 8 - 1 + 3 * 8  # reconstruction error: pca only
+
+
+def test_rank_and_best_follow_each_metrics_direction(sweep):
+    cells = synthetic_cells(sweep, np.random.default_rng(1))
+    table = summary.summarize(sweep, cells)
+    for (dc, metric), group in table.groupby(["data_config", "metric"]):
+        better = METRICS[group["metric_name"].iloc[0]].better
+        if better is None:  # descriptive: never ranked
+            assert group["rank"].isna().all() and not group["best"].any()
+            continue
+        ranked = group[group["n"] > 0]
+        expected = ranked["mean"].rank(ascending=better == "lower", method="min").astype(int)
+        assert list(ranked["rank"]) == list(expected)
+        best = ranked["mean"].idxmax() if better == "higher" else ranked["mean"].idxmin()
+        assert list(group.index[group["best"]]) == [best]
+    # reconstruction_error (lower is better): only pca has values, so it is the best.
+    recon = table[table["metric_name"] == "reconstruction_error"]
+    assert set(recon[recon["best"]]["method_label"]) == {"pca"}
+
+
+def test_best_vs_runner_up_is_wilcoxon_over_paired_seeds(sweep):
+    keys_ = {m.method + str(m.params.get("n_neighbors", "")): m.key for m in sweep.methods}
+    # umap n_neighbors=50 leads by far on every seed; pca and umap 15 are close.
+    cells = synthetic_cells(sweep, np.random.default_rng(2), shift={keys_["umap50"]: 0.5})
+    cells = cells.drop(index=5)  # one seed of one cell missing: not a pair
+    table = summary.summarize(sweep, cells)
+    comparisons = summary.compare(sweep, cells, table)
+    # A row per data config x metric with a direction (trustworthiness x 2, reconstruction
+    # error has a single method with values: nothing to compare).
+    assert len(comparisons) == 3 * 2
+    for c in comparisons.itertuples():
+        assert c.best == keys_["umap50"]
+        a = cells[(cells["method"] == c.best)].assign(dc=lambda t: t["data"].map(summary.config_key))
+        b = cells[(cells["method"] == c.runner_up)].assign(dc=lambda t: t["data"].map(summary.config_key))
+        paired = a[a["dc"] == c.data_config].merge(b[b["dc"] == c.data_config], on="seed")
+        x, y = paired[f"{c.metric}_x"].to_numpy(), paired[f"{c.metric}_y"].to_numpy()
+        expected = stats.wilcoxon(x, y)
+        assert c.n_pairs == len(paired) and c.test == "Wilcoxon signed-rank"
+        assert c.statistic == pytest.approx(expected.statistic) and c.p_value == pytest.approx(expected.pvalue)
+        assert c.mean_difference == pytest.approx(np.mean(x - y))
+        assert c.verdict == summary.LEAD and c.p_value < 0.05
+    assert sorted(comparisons["n_pairs"]) == [7, 7, 8, 8, 8, 8]
+
+
+def test_a_small_difference_is_within_seed_noise_and_few_seeds_cannot_tell():
+    rng = np.random.default_rng(3)
+    sweep = parse_sweep(SWEEP, "grid.yaml")
+    comparisons = summary.compare(sweep, c := synthetic_cells(sweep, rng), summary.summarize(sweep, c))
+    # Same distribution for every method: some leads, by chance, but mostly noise.
+    assert set(comparisons["verdict"]) <= {summary.NOISE, summary.LEAD}
+    assert (comparisons["verdict"] == summary.NOISE).sum() >= 4
+
+    few = parse_sweep(SWEEP.replace("[0, 1, 2, 3, 4, 5, 6, 7]", "[0, 1, 2]"), "grid.yaml")
+    cells = synthetic_cells(few, rng, shift={few.methods[2].key: 0.5})
+    comparisons = summary.compare(few, cells, summary.summarize(few, cells))
+    assert set(comparisons["verdict"]) == {summary.TOO_FEW}
+    assert (comparisons["n_pairs"] == 3).all() and comparisons["p_value"].notna().all()
+
+    cells = synthetic_cells(few, rng)
+    for metric in ("trustworthiness@k=5", "trustworthiness@k=10"):
+        cells[metric] = 0.9  # every method equal on every seed
+    comparisons = summary.compare(few, cells, summary.summarize(few, cells))
+    assert set(comparisons["verdict"]) == {summary.TIE} and comparisons["p_value"].isna().all()
+
+
+def test_the_text_fits_100_columns_even_with_long_labels():
+    long = SWEEP.replace("pca: {}", "pca: {}\n  phate: {n_neighbors: [5, 30], decay: [20, 40]}").replace(
+        "trustworthiness: {k: [5, 10]}", "trustworthiness: {k: [5, 10, 30, 50]}\n  continuity: {k: [5, 10, 30, 50]}")
+    sweep = parse_sweep(long, "long.yaml")
+    cells = synthetic_cells(sweep, np.random.default_rng(4))
+    table = summary.summarize(sweep, cells)
+    text = tables.summary_text(table, summary.compare(sweep, cells, table), width=100)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert "phate n_neighbors=30 decay=40.0" in text and "umap n_neighbors=50" in text
+    assert "trustworthiness (higher is better) (1/2)" in text  # four k columns, split in two blocks
+    assert "lid (descriptive, not ranked)" in text and "reconstruction_error (lower is better)" in text
+    assert "Wilcoxon signed-rank" in text
+
+    per_cell = cells.assign(dataset_label=cells["data"].map(lambda k: sweep.labels[summary.config_key(k)]),
+                            method_label=cells["method"].map(sweep.labels))
+    text = tables.cells_text(per_cell, [m.column for m in sweep.metrics], sweep.labels, width=100)
+    assert max(map(len, text.splitlines())) <= 100
+
+    md = tables.summary_markdown("long", table, summary.compare(sweep, cells, table))
+    assert "#### trustworthiness (higher is better)" in md and "95% CI k=5" in md and "**" in md
+
+
+def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab):
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runtime.instance import get_instance
+
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace("seeds: [0]", "seeds: [0, 1]").replace("n_neighbors: 12", "n_neighbors: [8, 12]"))
+    sweep = load_sweep(path)
+    result = run_sweep(sweep, workers=1)
+    assert result.ok
+
+    # Each embedding materialization: a readable label and a small inline PNG scatter plot.
+    records = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=100).records
+    assert len(records) == len(sweep.cells) == 12
+    for r in records:
+        meta = r.asset_materialization.metadata
+        assert meta["label"].value.startswith(("swissroll seed=", "gaussian_blobs seed="))
+        assert meta["label"].value.endswith(("| pca", "| isomap n_neighbors=8", "| isomap n_neighbors=12"))
+        md = meta["scatter"].value
+        assert md.startswith("![embedding, coloured by label](data:image/png;base64,")
+        png = base64.b64decode(md.split("base64,")[1].rstrip(")"))
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 8_000
+
+    report = get_instance().fetch_materializations(dg.AssetKey("report"), limit=1).records[0].asset_materialization
+    assert "#### trustworthiness (higher is better)" in report.metadata["summary"].value
+    assert "isomap n_neighbors=8" in report.metadata["summary"].value
+    out = lab / ".lab" / "reports" / "tiny"
+    stored = pd.read_parquet(out / "summary.parquet")
+    assert len(stored) == 2 * 3 * 3 and set(stored["n"]) == {2}
+    assert (out / "summary.md").read_text().startswith("### Summary of `tiny`")
+    assert len(pd.read_csv(out / "summary.csv")) == len(stored)
+    assert len(pd.read_parquet(out / "metrics.parquet")) == 12  # per cell, as before
+
+    shown = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)
+    assert shown.returncode == 0, shown.stderr
+    assert max(map(len, shown.stdout.splitlines())) <= 100
+    assert "trustworthiness (higher is better)" in shown.stdout and "isomap n_neighbors=12" in shown.stdout
+    words = " ".join(shown.stdout.split())  # wrapped lines read as one text
+    assert "too few pairs to tell (2 < 6)" in words and "summary.md" in words
+    sql = "SELECT method_label, count(*) AS rows FROM tiny_summary WHERE best GROUP BY 1 ORDER BY 1"
+    queried = lab_cli("query", sql, "--format", "json", cwd=lab)
+    assert queried.returncode == 0, queried.stderr
+    assert {r["method_label"] for r in json.loads(queried.stdout)} <= {"pca", "isomap n_neighbors=8", "isomap n_neighbors=12"}
+    cells = lab_cli("report", "sweeps/tiny.yaml", "--cells", cwd=lab)
+    assert cells.returncode == 0, cells.stderr
+    assert max(map(len, cells.stdout.splitlines())) <= 100
+    assert "seed" in cells.stdout.splitlines()[1] and len([ln for ln in cells.stdout.splitlines() if "pca" in ln]) == 2 * 2 * 2
