@@ -192,13 +192,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from lab_assets.dr.query import run, tables
+    from lab_assets.dr.query import QueryRefused, run, tables
 
     if not tables():
         print("lab query: no results yet; run `lab sweep run <file>` first", file=sys.stderr)
         return BAD_INPUT
     try:
         df = run(args.sql)
+    except QueryRefused as e:
+        print(f"lab query: refused: {e}", file=sys.stderr)
+        return BAD_INPUT
     except duckdb.Error as e:
         print(f"lab query: {e}\nviews: {', '.join(tables())}", file=sys.stderr)
         return BAD_INPUT
