@@ -287,7 +287,7 @@ def parser() -> argparse.ArgumentParser:
     plan = sweep.add_parser("plan", help="dry run: the grid, its keys, and which cells are fresh/stale/missing")
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
-    plan.set_defaults(fn=cmd_plan)
+    plan.set_defaults(fn=cmd_plan, writes=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
@@ -296,13 +296,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
-    run.set_defaults(fn=cmd_run)
+    run.set_defaults(fn=cmd_run, writes=True)
 
     report = sub.add_parser("report", help="write a sweep's table (Parquet, CSV, Markdown) and figures")
     report.add_argument("file")
     report.add_argument("--json", action="store_true")
     report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
-    report.set_defaults(fn=cmd_report)
+    report.set_defaults(fn=cmd_report, writes=True)
 
     logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
     logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")
@@ -318,7 +318,7 @@ def parser() -> argparse.ArgumentParser:
     srun = study.add_parser("run", help="propose, train and record trials until the study's budget of trials is spent")
     srun.add_argument("file")
     srun.add_argument("--json", action="store_true", help="machine-readable ledger, no progress lines")
-    srun.set_defaults(fn=cmd_study_run)
+    srun.set_defaults(fn=cmd_study_run, writes=True)
     show = study.add_parser("show", help="the study's ledger (TSV: pipe it to `column -t`)")
     show.add_argument("file")
     show.add_argument("--json", action="store_true")
@@ -327,7 +327,7 @@ def parser() -> argparse.ArgumentParser:
     ui = sub.add_parser("ui", help="start the Dagster UI (webserver + daemon) on this machine only")
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
     ui.add_argument("--port", type=int, default=3000)
-    ui.set_defaults(fn=cmd_ui)
+    ui.set_defaults(fn=cmd_ui, writes=True)
     return p
 
 
@@ -337,8 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
     from lab_assets.core.input_files import InputError
+    from lab_assets.core.settings import check_writable
 
     try:
+        if getattr(args, "writes", False):
+            check_writable()  # a read-only or full lab home: refused before anything starts
         return args.fn(args)
     except InputError as e:
         print(f"lab: invalid {e.what}\n{e}", file=sys.stderr)
@@ -346,6 +349,30 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+    except Exception as e:
+        problem = _storage_problem(e)
+        if problem is None:
+            raise
+        print(f"lab: {problem}", file=sys.stderr)
+        return BAD_INPUT
+
+
+def _storage_problem(error: BaseException) -> str | None:
+    """A write that the lab home refused (read-only, full) anywhere in the error's chain, said in
+    one sentence naming the path; None for any other error (a bug: its traceback stays)."""
+    from lab_assets.core.settings import UNWRITABLE, dagster_home, lab_home, unwritable
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in UNWRITABLE:
+            return str(unwritable(lab_home(), error))
+        text = str(error).lower()
+        if type(error).__name__ == "OperationalError" and ("readonly" in text or "disk is full" in text or "disk i/o" in text):
+            return f"{dagster_home()}: the Dagster instance cannot write ({str(error).splitlines()[0]}). " \
+                   "Free space there or make it writable, or point DAGSTER_HOME at another folder."
+        error = error.__cause__ or error.__context__
+    return None
 
 
 if __name__ == "__main__":
