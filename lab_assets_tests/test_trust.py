@@ -59,8 +59,8 @@ def _wait(predicate, timeout: float) -> None:
 
 def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
     (lab / "sweeps" / "slow.yaml").write_text(
-        "name: slow\ndata:\n  swissroll: {n_samples: 800}\nseeds: [0, 1, 2, 3, 4, 5]\n"
-        "methods:\n  tsne: {max_iter: 1500}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+        "name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
+        "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n"
     )
     # A terminal's Ctrl-C: SIGINT to the command's whole process group.
     proc = subprocess.Popen(
@@ -70,7 +70,7 @@ def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
     )
     embeddings = Path(storage.asset_path("embedding")).parent / "embedding"
     try:
-        _wait(lambda: any(embeddings.glob("*.parquet")) or proc.poll() is not None, 300)
+        _wait(lambda: any(embeddings.rglob("*.parquet")) or proc.poll() is not None, 300)
         assert proc.poll() is None, proc.communicate()
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=300)
@@ -79,7 +79,7 @@ def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
     _no_traceback(err)
-    assert "of 6 cells done; run again to continue" in err.splitlines()[-1]
+    assert "of 4 cells done; run again to continue" in err.splitlines()[-1]
     left = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split("\n")
     assert not [p for p in left if p.strip() and not p.split()[1].startswith("Z")], left
 
