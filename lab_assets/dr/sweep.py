@@ -20,7 +20,7 @@ from pydantic import Field
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
-from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
+from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import Registry, RegistryError, digest
 
 KEY_DIGEST_LENGTH = 6
@@ -162,7 +162,7 @@ def _expand(
         try:
             entry = registry[name]
         except RegistryError as e:
-            errors.append(f"{section}.{name}: {e}")
+            errors.append(f"{section}.{field_name(name)}: {e}")
             continue
         params = dict(params or {})
         resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
