@@ -149,7 +149,7 @@ def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
 
 
 def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab):
-    pd.DataFrame(np.c_[np.arange(20.0), np.full(20, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
+    pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n"))
     sweep = load_sweep(path)

@@ -26,7 +26,7 @@ methods:
   umap: {n_neighbors: [5, 15], min_dist: [0.0, 0.5]}
   pca: {}
 metrics:
-  trustworthiness: {k: [15, 50]}
+  trustworthiness: {k: [15, 40]}  # k < n/2 for n = 100 (checked at plan time)
   lid: {k: 10, space: [data, embedding]}
 """
 
@@ -59,7 +59,7 @@ def test_grid_expansion():
     assert set(sweep.cells) == {(d.key, m.key) for d in sweep.data for m in sweep.methods}
     assert [m.column for m in sweep.metrics] == [
         "trustworthiness@k=15",
-        "trustworthiness@k=50",
+        "trustworthiness@k=40",
         "lid@k=10,space=data",
         "lid@k=10,space=embedding",
     ]
@@ -88,7 +88,7 @@ name: grid
 seeds: [1, 0]
 metrics:
   lid: {space: [embedding, data], k: 10}
-  trustworthiness: {k: [50, 15]}
+  trustworthiness: {k: [40, 15]}
 methods:
   pca: {}
   umap: {min_dist: [0.5, 0.0], n_neighbors: [15, 5]}

@@ -13,6 +13,7 @@ import os
 import sys
 
 BAD_INPUT, FAILED = 2, 1
+INTERRUPTED = 130  # Ctrl-C, as a shell reports a SIGINT
 
 
 def _load(path: str):
@@ -29,25 +30,28 @@ def _progress_factory(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    bars = []
 
     def factory(label: str, total: int):
         if total == 0:
             return lambda outcome: None
         bar = Progress(TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
         bar.start()
+        bars.append(bar)
         task = bar.add_task(label, total=total)
         done = [0]
 
         def tick(outcome) -> None:
             done[0] += 1
             bar.update(task, advance=1)
-            if not outcome.ok:
+            if outcome.status in ("failed", "skipped"):
                 console.print(f"[red]{outcome.status}[/red] {outcome.job} {outcome.partition}")
             if done[0] == total:
                 bar.stop()
 
         return tick
 
+    factory.stop = lambda: [bar.stop() for bar in bars]  # Ctrl-C: leave the terminal clean
     return factory
 
 
@@ -80,13 +84,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lab_assets.runner.webserver import SubmitError
 
     sweep = _load(args.file)
+    progress = _progress_factory(not args.json and not args.quiet)
     try:
-        result = run_sweep(
-            sweep, workers=args.workers, progress=_progress_factory(not args.json and not args.quiet), submit=args.submit
-        )
+        result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit)
     except SubmitError as e:
         print(f"lab: {e}", file=sys.stderr)
         return FAILED
+    if result.interrupted:
+        if progress is not None:
+            progress.stop()
+        _print_problems(result, getattr(args, "verbose", False))
+        print(f"interrupted: {_cells_done(result)} of {len(sweep.cells)} cells done; run again to continue",
+              file=sys.stderr)
+        return INTERRUPTED
     failed = result.failed
     if args.json:
         jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
@@ -103,18 +113,45 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(f"sweep {sweep.name}: {result.count(DATASETS)} datasets and {result.count(CELLS)} cells materialized, "
               f"{result.count(CELLS, FRESH)} already fresh, {len(failed)} failed, in {result.seconds:.1f} s")
-        _print_problems(result)
+        _print_problems(result, args.verbose)
         _print_report(sweep)
+    if args.json and args.verbose:
+        _print_traces(result)
     return 0 if result.ok else FAILED
 
 
-def _print_problems(result) -> None:
-    """One line per failed or skipped run, on stderr: the root cause's first line, and the run."""
+def _cells_done(result) -> int:
+    """Cells fresh before the run plus those materialized by it."""
+    from lab_assets.defs.jobs import CELLS
+    from lab_assets.runner.run import MATERIALIZED
+
+    before = {c.partition for c in result.before.cells if c.status == "fresh"} if result.before else set()
+    return len(before | {o.partition for o in result.of(MATERIALIZED, CELLS)})
+
+
+def _print_problems(result, verbose: bool = False) -> None:
+    """One line per failed or skipped run, on stderr: what failed, the root cause's first line, the
+    run and the command that prints its whole log; `--verbose` adds every failure's full trace."""
     for o in result.failed:
-        first = o.why.splitlines()[0] if o.why else "failed (see the run's logs)"
-        print(f"FAILED {o.job} {o.partition}: {first}  [run {o.run_id}]", file=sys.stderr)
+        first = o.why.splitlines()[0] if o.why else "failed (see the run's log)"
+        step = f"step {o.step}, " if o.step else ""
+        print(f"FAILED {o.job} {o.partition}: {first}  [{step}run {o.run_id[:8]}; full log: lab logs {o.run_id[:8]}]",
+              file=sys.stderr)
     for o in result.skipped:
         print(f"SKIPPED {o.job} {o.partition}: {o.why}", file=sys.stderr)
+    if verbose:
+        _print_traces(result)
+
+
+def _print_traces(result) -> None:
+    from lab_assets.cli.logs import failure_traces
+    from lab_assets.runtime.instance import get_instance
+
+    for o in result.failed:
+        if o.run_id:
+            print(f"\n--- {o.job} {o.partition} (run {o.run_id})", file=sys.stderr)
+            for trace in failure_traces(get_instance(), o.run_id):
+                print(trace.rstrip(), file=sys.stderr)
 
 
 def _report_dir(name: str) -> str:
@@ -155,7 +192,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     sweep = _load(args.file)
     result = materialize_report(sweep)
-    _print_problems(result)
+    if result.interrupted:
+        print("interrupted: the report was not written; run again to continue", file=sys.stderr)
+        return INTERRUPTED
+    _print_problems(result, args.verbose)
     if args.json:
         from lab_assets.core import storage
 
@@ -169,13 +209,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from lab_assets.dr.query import run, tables
+    from lab_assets.dr.query import QueryRefused, run, tables
 
     if not tables():
         print("lab query: no results yet; run `lab sweep run <file>` first", file=sys.stderr)
         return BAD_INPUT
     try:
         df = run(args.sql)
+    except QueryRefused as e:
+        print(f"lab query: refused: {e}", file=sys.stderr)
+        return BAD_INPUT
     except duckdb.Error as e:
         print(f"lab query: {e}\nviews: {', '.join(tables())}", file=sys.stderr)
         return BAD_INPUT
@@ -185,6 +228,19 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(df.to_csv(index=False), end="")
     else:
         print(df.to_markdown(index=False))
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from lab_assets.cli.logs import UnknownRun, run_log
+    from lab_assets.runtime.instance import get_instance
+
+    try:
+        lines = run_log(get_instance(), args.run)
+    except UnknownRun as e:
+        print(f"lab logs: {e}", file=sys.stderr)
+        return BAD_INPUT
+    print("\n".join(lines))
     return 0
 
 
@@ -251,22 +307,28 @@ def parser() -> argparse.ArgumentParser:
     plan = sweep.add_parser("plan", help="dry run: the grid, its keys, and which cells are fresh/stale/missing")
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
-    plan.set_defaults(fn=cmd_plan)
+    plan.set_defaults(fn=cmd_plan, writes=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
     run.add_argument("--json", action="store_true", help="machine-readable summary, no progress bar")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
-    run.set_defaults(fn=cmd_run)
+    run.set_defaults(fn=cmd_run, writes=True)
 
     report = sub.add_parser("report", help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
                             "Markdown) and figures; print the summary")
     report.add_argument("file")
     report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
     report.add_argument("--json", action="store_true")
-    report.set_defaults(fn=cmd_report)
+    report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
+    report.set_defaults(fn=cmd_report, writes=True)
+
+    logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
+    logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")
+    logs.set_defaults(fn=cmd_logs)
 
     query = sub.add_parser("query", help="SQL (DuckDB) over metric_table and each sweep's report table")
     query.add_argument("sql")
@@ -278,7 +340,7 @@ def parser() -> argparse.ArgumentParser:
     srun = study.add_parser("run", help="propose, train and record trials until the study's budget of trials is spent")
     srun.add_argument("file")
     srun.add_argument("--json", action="store_true", help="machine-readable ledger, no progress lines")
-    srun.set_defaults(fn=cmd_study_run)
+    srun.set_defaults(fn=cmd_study_run, writes=True)
     show = study.add_parser("show", help="the study's ledger (TSV: pipe it to `column -t`)")
     show.add_argument("file")
     show.add_argument("--json", action="store_true")
@@ -287,7 +349,7 @@ def parser() -> argparse.ArgumentParser:
     ui = sub.add_parser("ui", help="start the Dagster UI (webserver + daemon) on this machine only")
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
     ui.add_argument("--port", type=int, default=3000)
-    ui.set_defaults(fn=cmd_ui)
+    ui.set_defaults(fn=cmd_ui, writes=True)
 
     from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
 
@@ -301,12 +363,42 @@ def main(argv: list[str] | None = None) -> int:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
     from lab_assets.core.input_files import InputError
+    from lab_assets.core.settings import check_writable
 
     try:
+        if getattr(args, "writes", False):
+            check_writable()  # a read-only or full lab home: refused before anything starts
         return args.fn(args)
     except InputError as e:
         print(f"lab: invalid {e.what}\n{e}", file=sys.stderr)
         return BAD_INPUT
+    except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as e:
+        problem = _storage_problem(e)
+        if problem is None:
+            raise
+        print(f"lab: {problem}", file=sys.stderr)
+        return BAD_INPUT
+
+
+def _storage_problem(error: BaseException) -> str | None:
+    """A write that the lab home refused (read-only, full) anywhere in the error's chain, said in
+    one sentence naming the path; None for any other error (a bug: its traceback stays)."""
+    from lab_assets.core.settings import UNWRITABLE, dagster_home, lab_home, unwritable
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in UNWRITABLE:
+            return str(unwritable(lab_home(), error))
+        text = str(error).lower()
+        if type(error).__name__ == "OperationalError" and ("readonly" in text or "disk is full" in text or "disk i/o" in text):
+            return f"{dagster_home()}: the Dagster instance cannot write ({str(error).splitlines()[0]}). " \
+                   "Free space there or make it writable, or point DAGSTER_HOME at another folder."
+        error = error.__cause__ or error.__context__
+    return None
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ reported as one line naming the file and the field."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pydantic
 import yaml
 
@@ -13,10 +16,20 @@ class InputError(ValueError):
     what = "input"
 
 
+PLAIN_NAME = re.compile(r"[\w@=,.-]+")
+
+
+def field_name(part) -> str:
+    """A field or key as error lines show it: as written when plain, JSON-quoted otherwise (an
+    empty key, one with spaces or a colon), so every line reads `<file>: <field>: <problem>`."""
+    text = str(part)
+    return text if PLAIN_NAME.fullmatch(text) else json.dumps(text)
+
+
 def pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: list[str] | None) -> list[str]:
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in (where, *e["loc"]) if p != "")
+        loc = ".".join([where] * bool(where) + [field_name(p) for p in e["loc"]])
         if e["type"] == "extra_forbidden":
             hint = f"; allowed: {', '.join(allowed_params)}" if allowed_params is not None else ""
             lines.append(f"{loc}: unknown field{hint}")
@@ -38,7 +51,7 @@ def yaml_model(text: str, source: str, model: type[pydantic.BaseModel], error: t
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())  # one line (a ReaderError spans several)
         raise error(f"{source}: not valid YAML{where}: {problem}") from None
     if not isinstance(raw, dict):
         required = ", ".join(n for n, f in model.model_fields.items() if f.is_required())

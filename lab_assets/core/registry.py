@@ -60,6 +60,19 @@ def package_version(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """What a sweep already says about a dataset: its points and features (None: not known
+    before it is generated)."""
+
+    points: int | None = None
+    features: int | None = None
+
+
+# An entry's plan-time check: {parameter: problem} for these parameters on data of this shape.
+Limits = Callable[[dict[str, Any], Shape], dict[str, str]]
+
+
+@dataclass(frozen=True)
 class Entry:
     kind: str
     name: str
@@ -83,7 +96,20 @@ class Entry:
     # Modules besides the entry's own whose source is part of what it computes (an estimator
     # kept in another module so that registering it imports nothing heavy).
     sources: tuple[str, ...] = ()
+    # Datasets: the shape these parameters produce, known before generating (n_samples, a
+    # file's header). Methods and metrics: `limits(params, shape)` names each parameter that
+    # cannot work on data of that shape (n_neighbors >= points, k >= n/2, ...), so a sweep that
+    # would fail every cell is refused at plan time.
+    shape: Callable[[dict[str, Any]], Shape] | None = None
+    limits: Limits | None = None
     description: str = field(default="", compare=False)
+
+    def shape_of(self, params: dict[str, Any]) -> Shape:
+        return self.shape(params) if self.shape is not None else Shape()
+
+    def problems(self, params: dict[str, Any], shape: Shape) -> dict[str, str]:
+        """{parameter: why it cannot work} on data of `shape` (nothing when unknown)."""
+        return dict(self.limits(params, shape)) if self.limits is not None else {}
 
     def in_range(self, value: float) -> bool:
         """Whether `value` is finite and inside `valid_range` (always True without one)."""
@@ -153,6 +179,8 @@ class Registry:
         invertible: bool = False,
         trainable: bool = False,
         sources: Iterable[str] = (),
+        shape: Callable[[dict[str, Any]], Shape] | None = None,
+        limits: Limits | None = None,
     ) -> Callable[[Callable[..., Any]], Entry]:
         if better not in BETTER:
             raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
@@ -171,6 +199,8 @@ class Registry:
                 invertible=invertible,
                 trainable=trainable,
                 sources=tuple(sources),
+                shape=shape,
+                limits=limits,
                 description=inspect.getdoc(fn) or "",
             )
             self._entries[name] = entry

@@ -3,8 +3,17 @@ a cluster pod differ only in their environment, never in code."""
 
 from __future__ import annotations
 
+import errno
 import os
+import tempfile
 from pathlib import Path
+
+from lab_assets.core.input_files import InputError
+
+# A lab home that cannot take this much more cannot hold a run's events and files either.
+PROBE_BYTES = 1 << 20
+# OSError numbers that mean "this place cannot be written", not a bug.
+UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
 
 
 def project_dir() -> Path:
@@ -21,3 +30,53 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
     """A user-given path: absolute as is, relative to the project folder otherwise."""
     p = Path(path).expanduser()
     return p if p.is_absolute() else project_dir() / p
+
+
+class LabHomeError(InputError):
+    """The lab home (or the Dagster home, or local storage) cannot be written."""
+
+    what = "lab home"
+
+
+def dagster_home() -> Path:
+    return Path(os.environ.get("DAGSTER_HOME") or lab_home() / "dagster").resolve()
+
+
+def writable_places() -> list[Path]:
+    """The folders a command that runs or plans writes to: the lab home, the Dagster home and a
+    local LAB_STORAGE_URL."""
+    places = [lab_home(), dagster_home()]
+    url = os.environ.get("LAB_STORAGE_URL", "")
+    if url and "://" not in url:
+        places.append(Path(url).resolve())
+    return list(dict.fromkeys(places))
+
+
+def unwritable(path: Path, error: OSError) -> LabHomeError:
+    reason = error.strerror or str(error)
+    where = f" ({error.filename})" if error.filename and str(error.filename) != str(path) else ""
+    fix = "Free some space there" if error.errno in (errno.ENOSPC, errno.EDQUOT) else "Make it writable"
+    return LabHomeError(
+        f"{path}: cannot write here: {reason}{where}. Nothing was run. {fix}, or point LAB_HOME "
+        f"(and DAGSTER_HOME, LAB_STORAGE_URL if set) at another folder."
+    )
+
+
+def check_writable() -> None:
+    """LabHomeError unless every writable place exists or can be created, and takes a 1 MiB
+    file (written, synced, removed): a read-only or full lab home is refused before anything
+    starts, instead of failing half-way through a run."""
+    for place in writable_places():
+        try:
+            place.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=".lab-probe.", suffix=".tmp", dir=place)
+            try:
+                block = memoryview(bytes(PROBE_BYTES))
+                while block:  # a short write on a nearly full disk: the next one says ENOSPC
+                    block = block[os.write(fd, block):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                os.unlink(name)
+        except OSError as e:
+            raise unwritable(place, e) from None

@@ -21,7 +21,7 @@ from pydantic import Field
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
-from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
+from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import Registry, RegistryError, digest
 
 KEY_DIGEST_LENGTH = 6
@@ -216,7 +216,7 @@ def _expand(
         try:
             entry = registry[name]
         except RegistryError as e:
-            errors.append(f"{section}.{name}: {e}")
+            errors.append(f"{section}.{field_name(name)}: {e}")
             continue
         params = dict(params or {})
         resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
@@ -238,6 +238,8 @@ def parse_sweep(text: str, source: str) -> Sweep:
     data = _expand("data", spec.data, DATASETS, errors)
     methods = _expand("methods", spec.methods, METHODS, errors)
     metrics = _expand("metrics", spec.metrics, METRICS, errors)
+    if not errors:
+        errors += _limits(data, methods, metrics)
     if errors:
         raise SweepError(f"{source}: " + f"\n{source}: ".join(errors))
     return Sweep(
@@ -249,6 +251,32 @@ def parse_sweep(text: str, source: str) -> Sweep:
         metrics=_unique([MetricConfig(name, params) for name, params, _ in metrics]),
         schedule=spec.schedule,
     )
+
+
+def _limits(data: list, methods: list, metrics: list) -> list[str]:
+    """What the sweep already determines about every cell: each dataset's shape (from its
+    parameters or its file) against each method's and metric's parameters (each registry entry's
+    `limits`). One line per (field, problem), naming the data it concerns."""
+    lines: list[str] = []
+    for name, params, _ in data:
+        entry = DATASETS[name]
+        shape = entry.shape_of(params)
+        on = f"data {name} {_brief(params)}"
+        if shape.points is not None:
+            on += f": {shape.points} points" + (f" x {shape.features} features" if shape.features else "")
+        problems = entry.problems(params, shape)
+        lines += [f"data.{name}.{field}: {why}" for field, why in problems.items()]
+        if problems:  # its shape means nothing yet
+            continue
+        for section, entries, registry in (("methods", methods, METHODS), ("metrics", metrics, METRICS)):
+            for other, other_params, _ in entries:
+                for field, why in registry[other].problems(other_params, shape).items():
+                    lines.append(f"{section}.{other}.{field}: {why} ({on})")
+    return list(dict.fromkeys(lines))
+
+
+def _brief(params: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in params.items() if v is not None) + "}"
 
 
 def _unique(items: list) -> list:

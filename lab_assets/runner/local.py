@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -20,11 +21,15 @@ from functools import cache
 from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run
-from lab_assets.runner.run import FAILED, MATERIALIZED, Outcome, name
+from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
 
-# The run's full event log is in the instance (and the UI); the terminal gets errors only.
-QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+# The run's full event log is in the instance (`lab logs <run>`, the UI); the terminal gets one
+# line per failure from the caller, never Dagster's own step-failure traces (logged at ERROR).
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# Error classes of a run that Ctrl-C stopped (Dagster catches the interrupt and fails the run).
+INTERRUPT_ERRORS = {"KeyboardInterrupt", "DagsterExecutionInterruptedError"}
+_interrupted = False  # a worker saw SIGINT while idle: it starts no further run
 
 
 @cache
@@ -48,16 +53,52 @@ def _root_cause(error) -> str:
     return f"{error.cls_name}: {message}"
 
 
+def _errors(event) -> list:
+    """The serialized errors a failure event carries (a step's, or the run's own)."""
+    data = event.event_specific_data
+    return [e for e in (getattr(data, "error", None), getattr(data, "first_step_failure_event", None)) if e is not None
+            and hasattr(e, "cls_name")]
+
+
+def _was_interrupted(result) -> bool:
+    for event in result.all_events:
+        for error in _errors(event):
+            while error is not None:
+                if error.cls_name in INTERRUPT_ERRORS:
+                    return True
+                error = error.cause
+    return False
+
+
 def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
-    """One Dagster run of one partition, in this process."""
+    """One Dagster run of one partition, in this process. Ctrl-C during the run: Dagster fails
+    the run; the outcome says INTERRUPTED."""
     start = time.perf_counter()
+    if _interrupted:
+        return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
     result = definitions().resolve_job_def(job_name(run.job)).execute_in_process(
         instance=get_instance(), partition_key=run.partition, run_config=QUIET,
         tags={**tags, **run.tags}, raise_on_error=False,
     )
-    errors = [_root_cause(e.step_failure_data.error) for e in result.all_events if e.is_step_failure]
+    failures = [e for e in result.all_events if e.is_step_failure]
+    errors = [_root_cause(e.step_failure_data.error) for e in failures]
     status = MATERIALIZED if result.success else FAILED
-    return Outcome(run.job, name(run.partition), status, "\n".join(errors), time.perf_counter() - start, result.run_id)
+    if not result.success and _was_interrupted(result):
+        status, errors = INTERRUPTED, ["interrupted"]
+    steps = ",".join(dict.fromkeys(e.step_key for e in failures if e.step_key))
+    return Outcome(run.job, name(run.partition), status, "\n".join(errors), time.perf_counter() - start,
+                   result.run_id, steps)
+
+
+def _worker_sigint(signum, frame) -> None:
+    """A worker's SIGINT outside a Dagster run (Dagster handles it inside one): no traceback
+    from an idle worker; it starts nothing more."""
+    global _interrupted
+    _interrupted = True
+
+
+def _init_worker() -> None:
+    signal.signal(signal.SIGINT, _worker_sigint)
 
 
 def default_workers() -> int:
@@ -76,7 +117,9 @@ class LocalWorkers:
             self._saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
             os.environ.update(SINGLE_THREADED)
             # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            self.pool = ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+            )
 
     def __enter__(self) -> LocalWorkers:
         return self
@@ -91,13 +134,45 @@ class LocalWorkers:
                 os.environ[k] = v
 
     def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
-        outcomes = []
+        outcomes: list[Outcome] = []
         if self.pool is None:
             for r in runs:
                 outcomes.append(execute_run(r, tags))
                 on_done(outcomes[-1])
+                if outcomes[-1].status == INTERRUPTED:  # Dagster swallowed the KeyboardInterrupt
+                    raise Interrupted(outcomes)
             return outcomes
-        for f in as_completed([self.pool.submit(execute_run, r, tags) for r in runs]):
-            outcomes.append(f.result())
-            on_done(outcomes[-1])
+        futures = [self.pool.submit(execute_run, r, tags) for r in runs]
+        try:
+            for f in as_completed(futures):
+                outcomes.append(f.result())
+                on_done(outcomes[-1])
+        except KeyboardInterrupt:
+            outcomes += self._stop(futures, outcomes)
+            raise Interrupted(outcomes) from None
         return outcomes
+
+    def _stop(self, futures, seen: list[Outcome]) -> list[Outcome]:
+        """Ctrl-C: cancel the runs not started, interrupt the running ones (a terminal's Ctrl-C
+        reaches the workers already; a SIGINT sent to this process alone does not), and wait for
+        them, so that Dagster records them as failed and no worker outlives the command."""
+        for f in futures:
+            f.cancel()
+        for process in list(getattr(self.pool, "_processes", {}).values()):
+            try:
+                os.kill(process.pid, signal.SIGINT)
+            except (ProcessLookupError, AttributeError):
+                pass
+        late = []
+        for f in futures:
+            while not f.cancelled():
+                try:
+                    outcome = f.result()
+                except KeyboardInterrupt:  # another Ctrl-C while the runs wind down: keep waiting
+                    continue
+                except Exception:
+                    break
+                if outcome not in seen:
+                    late.append(outcome)
+                break
+        return late

@@ -18,6 +18,16 @@ from lab_assets.defs.plan import SweepPlan
 from lab_assets.defs.work import Run, Work
 
 MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"
+# A run stopped by Ctrl-C (SIGINT): Dagster marks it failed; the summary counts it apart.
+INTERRUPTED = "interrupted"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C reached a target: the outcomes of the runs it saw finish (or stop) before it returned."""
+
+    def __init__(self, outcomes: Sequence[Outcome] = ()):
+        super().__init__()
+        self.outcomes = list(outcomes)
 
 
 @dataclass
@@ -28,6 +38,7 @@ class Outcome:
     why: str = ""  # the root cause of a failure, what a skipped run needed, why a partition is fresh
     seconds: float = 0.0
     run_id: str = ""
+    step: str = ""  # the failed step(s) of a failed run, comma-separated
 
     @property
     def ok(self) -> bool:
@@ -59,6 +70,7 @@ class Result:
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
     before: SweepPlan | None = None  # the plan a sweep's work was derived from
+    interrupted: bool = False  # Ctrl-C: the work stopped early; outcomes are what finished before
 
     def of(self, status: str, job: str | None = None) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status and job in (None, o.job)]
@@ -92,6 +104,17 @@ def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
     cell whose dataset failed); partitions the plan found fresh are reported as such.
     `progress(label, total)` returns a callback called once per finished or skipped run of a phase."""
     result = Result()
+    try:
+        _run_phases(work, target, progress, result)
+    except KeyboardInterrupt as e:
+        # Ctrl-C: the target stopped its runs (Dagster marks them failed); what finished counts.
+        seen = {(o.job, o.partition, o.run_id) for o in result.outcomes}
+        result.outcomes += [o for o in getattr(e, "outcomes", []) if (o.job, o.partition, o.run_id) not in seen]
+        result.interrupted = True
+    return result
+
+
+def _run_phases(work: Work, target: Target, progress: Progress, result: Result) -> None:
     failed: set[tuple[str, str]] = set()
     for i, phase in enumerate(work.phases):
         if phase.recheck and work.recheck is not None and any(o.status != FRESH for o in result.outcomes):
@@ -110,4 +133,5 @@ def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
                 outcomes = target.execute(todo, dict(work.tags), done)
                 result.outcomes += outcomes
                 failed |= {(o.job, o.partition) for o in outcomes if o.status == FAILED}
-    return result
+                if any(o.status == INTERRUPTED for o in outcomes):
+                    raise Interrupted()

@@ -31,4 +31,5 @@ def run_study(instance: dg.DagsterInstance, study: Study, on_progress: Callable[
             if p.launch is None:
                 time.sleep(POLL_SECONDS)
                 continue
-            run(Work.single(p.launch, {PID_TAG: owner()}), here)
+            if run(Work.single(p.launch, {PID_TAG: owner()}), here).interrupted:
+                raise KeyboardInterrupt  # Ctrl-C: Dagster failed the trial's run; stop, don't relaunch

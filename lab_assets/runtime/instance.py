@@ -74,10 +74,13 @@ def prepare_dagster_home() -> Path:
     home.mkdir(parents=True, exist_ok=True)
     source = project_dir() / "dagster.yaml"
     target = home / "dagster.yaml"
-    if source.is_file():
-        wanted = instance_yaml(source.read_text(), home)
-        if not target.is_file() or target.read_text() != wanted:
-            target.write_text(wanted)
+    # No project dagster.yaml (a folder holding just sweeps/): the additions alone, rather than
+    # Dagster's "no dagster.yaml found" warnings on every start.
+    wanted = instance_yaml(source.read_text() if source.is_file() else "", home)
+    if not target.is_file() or target.read_text() != wanted:
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # never a half-written dagster.yaml
+        tmp.write_text(wanted)
+        os.replace(tmp, target)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 

@@ -7,10 +7,13 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
+from lab_assets.core.registry import Shape
 from lab_assets.dr.datasets import DATASETS, Raw
 
+N_DIGITS, PIXELS = 1797, 64
 
-@DATASETS("digits", packages=["scikit-learn"])
+
+@DATASETS("digits", packages=["scikit-learn"], shape=lambda p: Shape(p["n_samples"] or N_DIGITS, PIXELS))
 def digits(
     rng: np.random.Generator, *, n_samples: Annotated[int, Field(ge=10, le=1797)] | None = None
 ) -> Raw:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from lab_assets.core.registry import Shape
 from lab_assets.dr.datasets import DATASETS, Raw
 from lab_assets.core.settings import resolve_path
 
@@ -44,25 +46,63 @@ def _read_table(path: str) -> pd.DataFrame:
     return pd.read_csv(p) if suffix == ".csv" else pd.read_parquet(p)
 
 
-@DATASETS("file", packages=["pandas", "pyarrow"], fingerprint=_content_hash)
+def _problems(table: pd.DataFrame, path: str, label_column: str | None) -> dict[str, str]:
+    """{parameter: why} for a table that cannot be this dataset (shared by the plan-time check and
+    the dataset itself)."""
+    if label_column is not None and label_column not in table.columns:
+        columns = ", ".join(map(str, table.columns))
+        return {"label_column": f"file dataset {path!r}: no label column {label_column!r}; columns: {columns}"}
+    features = table.drop(columns=[label_column]) if label_column is not None else table
+    bad = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if bad:
+        return {"path": f"file dataset {path!r}: non-numeric feature columns: {', '.join(bad)}"}
+    if features.shape[1] == 0:
+        return {"path": f"file dataset {path!r}: no feature columns"}
+    return {}
+
+
+@lru_cache(maxsize=16)
+def _inspect(path: str, label_column: str | None, stamp: tuple) -> tuple[Shape, dict[str, str]]:
+    try:
+        table = _read_table(path)
+    except Exception as e:  # unreadable, wrong format, a 1-d .npy, ...: the dataset would fail alike
+        return Shape(), {"path": str(e)}
+    problems = _problems(table, path, label_column)
+    return Shape(len(table), table.shape[1] - (label_column is not None)), problems
+
+
+def _stamp(path: str) -> tuple:
+    try:
+        st = resolve_path(path).stat()
+    except OSError:
+        return ()
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _file_shape(params: dict[str, Any]) -> Shape:
+    """Known as soon as the file is: read when the sweep is planned (cached per file state)."""
+    return _inspect(params["path"], params.get("label_column"), _stamp(params["path"]))[0]
+
+
+def _file_limits(params: dict[str, Any], shape: Shape) -> dict[str, str]:
+    return _inspect(params["path"], params.get("label_column"), _stamp(params["path"]))[1]
+
+
+@DATASETS(
+    "file", packages=["pandas", "pyarrow"], fingerprint=_content_hash, shape=_file_shape, limits=_file_limits
+)
 def file(
     rng: np.random.Generator, *, path: str, label_column: str | None = None
 ) -> Raw:
     """Rows of a .csv/.parquet/.npy file (relative paths are under the project folder). Every
     column but `label_column` must be numeric; for .npy, columns are named "0", "1", ..."""
     table = _read_table(path)
+    problems = _problems(table, path, label_column)
+    if problems:
+        raise ValueError(next(iter(problems.values())))
     labels = None
     if label_column is not None:
-        if label_column not in table.columns:
-            raise ValueError(
-                f"file dataset {path!r}: no label column {label_column!r}; columns: {', '.join(map(str, table.columns))}"
-            )
         labels = table.pop(label_column).to_numpy()
         if not np.issubdtype(labels.dtype, np.number):
             labels = pd.factorize(labels, sort=True)[0]  # class names -> class ids
-    bad = [str(c) for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])]
-    if bad:
-        raise ValueError(f"file dataset {path!r}: non-numeric feature columns: {', '.join(bad)}")
-    if table.shape[1] == 0:
-        raise ValueError(f"file dataset {path!r}: no feature columns")
     return Raw(table.to_numpy(dtype=np.float64), labels)

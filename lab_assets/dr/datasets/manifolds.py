@@ -7,6 +7,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
+from lab_assets.core.registry import Shape
 from lab_assets.dr.datasets import DATASETS, Raw
 from lab_assets.dr.datasets.raw import sklearn_random_state
 
@@ -14,7 +15,11 @@ NSamples = Annotated[int, Field(ge=10, le=10_000_000)]
 Noise = Annotated[float, Field(ge=0.0)]
 
 
-@DATASETS("swissroll", packages=["scikit-learn"])
+def _in_3d(params: dict) -> Shape:
+    return Shape(params["n_samples"], 3)
+
+
+@DATASETS("swissroll", packages=["scikit-learn"], shape=_in_3d)
 def swissroll(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: Noise = 0.0) -> Raw:
     """A 2-d sheet rolled up in 3-d; the label is the position along the roll."""
     # sklearn is imported on use (here and below): registering the entries must stay cheap.
@@ -24,7 +29,7 @@ def swissroll(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: No
     return Raw(X, t)
 
 
-@DATASETS("s_curve", packages=["scikit-learn"])
+@DATASETS("s_curve", packages=["scikit-learn"], shape=_in_3d)
 def s_curve(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: Noise = 0.0) -> Raw:
     """A 2-d sheet bent into an S in 3-d; the label is the position along the S."""
     from sklearn import datasets as skd
@@ -33,7 +38,7 @@ def s_curve(rng: np.random.Generator, *, n_samples: NSamples = 2000, noise: Nois
     return Raw(X, t)
 
 
-@DATASETS("torus")
+@DATASETS("torus", shape=_in_3d)
 def torus(
     rng: np.random.Generator,
     *,
@@ -51,7 +56,7 @@ def torus(
     return Raw(X, u)
 
 
-@DATASETS("gaussian_blobs", packages=["scikit-learn"])
+@DATASETS("gaussian_blobs", packages=["scikit-learn"], shape=lambda p: Shape(p["n_samples"], p["n_features"]))
 def gaussian_blobs(
     rng: np.random.Generator,
     *,

@@ -14,13 +14,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
 @METHODS(
     "diffusion_map",
     packages=["scikit-learn", "scipy", "numpy"],
     sources=["lab_assets.dr.models.diffusion_map"],
+    limits=fewer_than_points("n_neighbors", "n_components"),
 )
 def diffusion_map(
     seed: int,

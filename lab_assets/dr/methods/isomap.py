@@ -4,10 +4,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("isomap", packages=["scikit-learn"])
+@METHODS("isomap", packages=["scikit-learn"], limits=fewer_than_points("n_neighbors", "n_components"))
 def isomap(
     seed: int,
     *,

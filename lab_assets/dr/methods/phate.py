@@ -4,10 +4,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("phate", packages=["phate", "graphtools"])
+@METHODS("phate", packages=["phate", "graphtools"], limits=fewer_than_points("n_neighbors", "n_components"))
 def phate(
     seed: int,
     *,

@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("spectral", packages=["scikit-learn", "scipy"])
+@METHODS("spectral", packages=["scikit-learn", "scipy"], limits=fewer_than_points("n_neighbors", "n_components"))
 def spectral(
     seed: int,
     *,

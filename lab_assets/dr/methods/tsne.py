@@ -4,12 +4,24 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from lab_assets.core.registry import Shape
 from lab_assets.dr.methods import METHODS
 
 DEFAULT_PERPLEXITY = 30.0
 
 
-@METHODS("tsne", packages=["scikit-learn"])
+def _limits(params: dict, shape: Shape) -> dict[str, str]:
+    """scikit-learn refuses a perplexity of n points or more (n_neighbors gives n_neighbors / 3)."""
+    n, k = shape.points, params.get("n_neighbors")
+    perplexity = k / 3 if k is not None else params["perplexity"]
+    if n is None or perplexity < n:
+        return {}
+    if k is not None:
+        return {"n_neighbors": f"n_neighbors={k} is perplexity {perplexity:g}, which needs more points than the data has ({n}): n_neighbors < {3 * n}"}
+    return {"perplexity": f"perplexity={perplexity:g} needs more points than the data has ({n}): less than {n}"}
+
+
+@METHODS("tsne", packages=["scikit-learn"], limits=_limits)
 def tsne(
     seed: int,
     *,

@@ -4,10 +4,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("umap", packages=["umap-learn", "pynndescent", "numba"])
+@METHODS("umap", packages=["umap-learn", "pynndescent", "numba"], limits=fewer_than_points("n_neighbors", "n_components"))
 def umap(
     seed: int,
     *,

@@ -4,9 +4,27 @@ Every kNN-based metric receives the same `Neighborhoods` object, which holds one
 the data and one of the embedding at the largest k any metric asks for; smaller k are slices.
 """
 
-from lab_assets.core.registry import Registry
+from typing import Any
+
+from lab_assets.core.registry import Registry, Shape
 
 METRICS = Registry("metric", __name__)
+
+
+def k_below_points(params: dict[str, Any], shape: Shape) -> dict[str, str]:
+    """Limits: k neighbours of a point need k + 1 points (the kNN search is shared)."""
+    n, k = shape.points, params.get("k")
+    if n is not None and k is not None and k >= n:
+        return {"k": f"k={k} needs at least {k + 1} points, the data has {n}"}
+    return {}
+
+
+def k_below_half_points(params: dict[str, Any], shape: Shape) -> dict[str, str]:
+    """Limits of Venna & Kaski's rank scores (trustworthiness, continuity): k < n/2."""
+    n, k = shape.points, params.get("k")
+    if n is not None and k is not None and 2 * k >= n:
+        return {"k": f"k={k} needs k < n/2, the data has n={n} points (so k <= {(n - 1) // 2})"}
+    return {}
 
 
 class NotApplicable(ValueError):

@@ -8,11 +8,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics import METRICS, k_below_half_points
 from lab_assets.dr.metrics.neighbors import Neighborhoods, rank_penalty_score
 
 
-@METRICS("continuity", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher")
+@METRICS("continuity", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)
 def continuity(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Continuity at neighbourhood size k: 1 = every data neighbour stays an embedding neighbour."""
     nb.check_k(k)

@@ -7,11 +7,11 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics import METRICS, k_below_points
 from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
 
 
-@METRICS("knn_preservation", packages=["numpy", "scikit-learn"], valid_range="[0, 1]", better="higher")
+@METRICS("knn_preservation", packages=["numpy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_points)
 def knn_preservation(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Mean fraction of the k data-space neighbours kept among the k embedding neighbours."""
     nb.check_k(k)

@@ -10,11 +10,11 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics import METRICS, k_below_points, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None)  # descriptive: no better direction
+@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None, limits=k_below_points)  # descriptive: no better direction
 def lid(
     nb: Neighborhoods,
     *,
