@@ -3,7 +3,8 @@
 
     python3 run.py demo        # create .venv if needed, install, materialize sweeps/demo.yaml
     python3 run.py test        # create .venv if needed, install, run the default test suite
-    python3 run.py test-slow   # the slow tests (full-size sweeps), kept out of the default run
+    python3 run.py test-slow   # the slow tests (full-size bundled sweeps checked against scikit-learn,
+                               # a 1,000-cell run), kept out of the default run
     python3 run.py bench       # the performance suite (~30 min): rewrites the generated block of BENCHMARKS.md
 
 The virtualenv is reused while constraints.txt and pyproject.toml are unchanged (a stamp file
@@ -21,6 +22,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".lab_assets-installed"
 INPUTS = ("constraints.txt", "pyproject.toml")
+NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection is empty: never a pass
 
 COMMANDS = {
     "demo": [str(BIN / "lab"), "sweep", "run", "sweeps/demo.yaml"],
@@ -49,7 +51,10 @@ def main() -> int:
         return 2
     ensure_venv()
     cmd = COMMANDS[sys.argv[1]] + sys.argv[2:]
-    return subprocess.run(cmd, cwd=ROOT).returncode
+    code = subprocess.run(cmd, cwd=ROOT).returncode
+    if code == NO_TESTS_COLLECTED and sys.argv[1].startswith("test"):
+        print(f"run.py: `{sys.argv[1]}` selected no tests (pytest exit 5): a failure, not a pass", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +17,37 @@ import pytest
 from lab_assets.runtime import instance
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def in_ci() -> bool:
+    """CI=true (or 1/yes): a missing tool, browser or service is a failure, not a skip."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def missing(reason: str):
+    """Skip with the reason on a developer's machine; fail under CI=true, so a green CI means
+    every environment-dependent test ran."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: a missing tool fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_tool(name: str, why: str) -> str:
+    """The path of the executable `name` (a name on PATH or an absolute path), else `missing(why)`."""
+    path = shutil.which(name)
+    if path is None:
+        missing(f"{name} not found: {why}")
+    return path
+
+
+def require_module(name: str, why: str):
+    """`pytest.importorskip` that fails under CI=true."""
+    try:
+        return __import__(name)
+    except ImportError as e:
+        missing(f"cannot import {name} ({e}): {why}")
+
+
 TINY_SWEEP = """
 name: tiny
 data:

@@ -1,7 +1,8 @@
 """The newcomer's path through the Dagster UI, in a real browser (Debian's Chromium driven by
 Playwright; no browser download): open the asset graph, materialize one partition of a sweep
-from the UI, and see the report's figure inline. Screenshots land in docs/screenshots/ (the
-README shows them), or in $LAB_SCREENSHOTS."""
+from the UI, and see the report's figure inline. Screenshots land in the test's temporary folder
+(or $LAB_SCREENSHOTS); the README's docs/screenshots/ are refreshed only with
+LAB_UPDATE_SCREENSHOTS=1, so a test run never dirties the repository."""
 
 import os
 import subprocess
@@ -14,7 +15,7 @@ from lab_assets.core import keys
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.sweep import load_sweep
-from lab_assets_tests.conftest import REPO, lab_ui, wait_for
+from lab_assets_tests.conftest import REPO, lab_ui, require_tool, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 # Flags for a root container with a closed network: no sandbox (root), no background calls
@@ -25,10 +26,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 @pytest.fixture
 def browser():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} missing: .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")
+    require_tool(CHROMIUM, "Debian's chromium drives the UI test (.ci/run installs it: apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -39,13 +37,30 @@ def browser():
             b.close()
 
 
+def screenshots_dir(tmp_path: Path, env=os.environ) -> Path:
+    """Where the screenshots go: docs/screenshots/ (tracked, the README's) only when
+    LAB_UPDATE_SCREENSHOTS=1; else $LAB_SCREENSHOTS, else the test's temporary folder."""
+    if env.get("LAB_UPDATE_SCREENSHOTS") == "1":
+        return REPO / "docs" / "screenshots"
+    return Path(env.get("LAB_SCREENSHOTS") or tmp_path / "screenshots")
+
+
+def test_screenshots_go_to_the_repository_only_when_asked(tmp_path):
+    docs = REPO / "docs" / "screenshots"
+    assert screenshots_dir(tmp_path, {}) == tmp_path / "screenshots"
+    assert screenshots_dir(tmp_path, {"LAB_UPDATE_SCREENSHOTS": "0"}) == tmp_path / "screenshots"
+    assert screenshots_dir(tmp_path, {"LAB_SCREENSHOTS": "/x/y"}) == Path("/x/y")
+    assert screenshots_dir(tmp_path, {"LAB_UPDATE_SCREENSHOTS": "1", "LAB_SCREENSHOTS": "/x/y"}) == docs
+
+
 def embedding_count(partition: str) -> int:
     records = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=1000).records
     return sum(r.asset_materialization.partition == partition for r in records)
 
 
-def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser):
-    shots = Path(os.environ.get("LAB_SCREENSHOTS") or REPO / "docs" / "screenshots")
+def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser, tmp_path):
+    shots = screenshots_dir(tmp_path)
+    tracked = {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")}
     shots.mkdir(parents=True, exist_ok=True)
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
@@ -96,3 +111,7 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser):
         page.screenshot(path=str(shots / "report_figure.png"))
     # lab_ui stopped `lab ui` and everything it started: nothing listens on the port.
     assert f":{port} " not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
+    names = ("asset_graph.png", "launch_partition.png", "partitions.png", "report_figure.png")
+    assert all((shots / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+    if shots != REPO / "docs" / "screenshots":  # the tracked ones untouched
+        assert {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")} == tracked

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -76,27 +77,73 @@ def test_plan_run_plan_report_in_parallel(lab):
     assert bad.returncode == 2 and "views: metric_table, tiny" in bad.stderr
 
 
-def test_killed_run_leaves_no_torn_file_and_resumes(lab):
-    env = os.environ.copy()
+# `lab sweep run --workers 1` (cells in this process) with storage.atomic_write hooked: the second
+# embedding write stops half-way through its temporary file, says so, and waits to be killed.
+KILL_MID_WRITE = """
+import sys, time
+from pathlib import Path
+from lab_assets.core import storage
+
+marker, original, seen = Path(sys.argv[1]), storage.atomic_write, []
+
+def atomic_write(path, write):
+    if "embedding" not in Path(path).parts:
+        return original(path, write)
+    seen.append(path)
+    if len(seen) < 2:
+        return original(path, write)
+
+    def torn(tmp):
+        write(tmp)
+        data = tmp.read_bytes()
+        tmp.write_bytes(data[: len(data) // 2])  # what a kill in the middle of the write leaves
+        marker.write_text(str(tmp) + "\\n" + str(path))
+        time.sleep(600)
+
+    return original(path, torn)
+
+storage.atomic_write = atomic_write
+from lab_assets.cli.main import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_killed_run_leaves_no_torn_file_and_resumes(lab, tmp_path):
+    """SIGKILL in the middle of a write (the second cell's embedding, half written): no final
+    path holds a torn file, the finished cell stays as it was, and the re-run computes only the
+    three unfinished cells."""
+    marker = tmp_path / "writing"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
-        cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [sys.executable, "-c", KILL_MID_WRITE, str(marker), "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
+        cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    embeddings = lab / ".lab" / "assets" / "embedding"
-    deadline = time.time() + 120
-    while time.time() < deadline and not list(embeddings.glob("*/*.parquet")):
+    deadline = time.time() + 240
+    while time.time() < deadline and not marker.exists() and proc.poll() is None:
         time.sleep(0.05)
+    assert marker.exists(), "the hooked write was never reached"
+    tmp, target = marker.read_text().splitlines()
+    assert Path(tmp).stat().st_size > 0 and not Path(target).exists()  # mid-write: temp only
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert list(embeddings.glob("*/*.parquet")), "the run was killed before any cell finished"
 
     # Whatever is at a final path is complete and readable; temporaries are never final paths.
+    embeddings = lab / ".lab" / "assets" / "embedding"
+    [finished] = list(embeddings.glob("*/*.parquet"))
     for f in (lab / ".lab" / "assets").rglob("*.parquet"):
         assert not f.name.startswith(".")
         pd.read_parquet(f)
+    with pytest.raises(Exception):
+        pd.read_parquet(tmp)  # the torn temporary really is torn
+    before = (finished.read_bytes(), finished.stat().st_mtime_ns)
+    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    assert (plan["counts"]["fresh"], plan["counts"]["missing"]) == (1, 3)
 
     out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", cwd=lab)
     assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["materialized"]["cells"] == 3 and summary["fresh"]["cells"] == 1  # the finished cell skipped
+    assert summary["materialized"]["datasets"] == 0 and summary["fresh"]["datasets"] == 2
+    assert (finished.read_bytes(), finished.stat().st_mtime_ns) == before  # not rewritten
     again = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert again["counts"]["fresh"] == 4
     table = pd.read_parquet(lab / ".lab" / "reports" / "tiny" / "metrics.parquet")

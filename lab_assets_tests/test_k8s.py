@@ -26,6 +26,7 @@ import yaml
 
 from lab_assets.core import k8s_resources as k8s
 from lab_assets.defs import jobs
+from lab_assets_tests.conftest import missing, require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 K8S_DIR = REPO / "k8s"
@@ -73,14 +74,12 @@ DEVICE_PLUGIN = ("DaemonSet", "nvidia-device-plugin-daemonset")
 
 def _kubectl() -> str:
     """The kubectl binary, or skip: only its absence (or a too-old kustomize) skips."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed (.ci/run tries `apt-get install kubectl`): cannot render k8s/")
+    kubectl = require_tool("kubectl", "cannot render k8s/ (.ci/run installs it with apt-get)")
     out = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60)
     found = json.loads(out.stdout or "{}").get("kustomizeVersion", "") if out.returncode == 0 else ""
     major = re.match(r"v?(\d+)\.", found)
     if not major or int(major[1]) < 4:
-        pytest.skip(f"kubectl at {kubectl} embeds kustomize {found or '< v4'}; k8s/ needs >= v4 (kubectl >= 1.21)")
+        missing(f"kubectl at {kubectl} embeds kustomize {found or '< v4'}; k8s/ needs >= v4 (kubectl >= 1.21)")
     return kubectl
 
 
@@ -486,10 +485,24 @@ def test_k8s_tags_without_gpu():
 
 
 @pytest.mark.parametrize(
-    "quantity", ["4", "0.5", ".5", "500m", "100u", "16Gi", "1.5G", "128974848", "129e6", "123Mi", "1E3", 3, 2.5]
+    ("quantity", "amount"),
+    [("4", "4"), ("0.5", "0.5"), (".5", "0.5"), ("500m", "0.5"), ("100u", "0.0001"), ("16Gi", str(16 * 2**30)),
+     ("1.5G", "1500000000"), ("128974848", "128974848"), ("129e6", "129000000"), ("123Mi", str(123 * 2**20)),
+     ("1E3", "1000"), (3, "3"), (2.5, "2.5")],
 )
-def test_k8s_quantities_accepted(quantity):
-    k8s.k8s_tags({"cpu": quantity})
+def test_k8s_quantities_accepted(quantity, amount):
+    """Accepted, passed through verbatim (the API server parses it, not us), and meaning the
+    amount the Kubernetes quantity grammar gives it (worked out by hand, not by the parser)."""
+    from decimal import Decimal
+
+    from kubernetes.utils import parse_quantity
+
+    resources = json.loads(k8s.k8s_tags({"cpu": quantity})["dagster-k8s/config"])["container_config"]["resources"]
+    assert resources == {"requests": {"cpu": str(quantity)}}
+    assert parse_quantity(resources["requests"]["cpu"]) == Decimal(amount)
+    if not str(quantity).endswith("m"):  # milli-bytes are refused for memory
+        resources = json.loads(k8s.k8s_tags({"memory": quantity})["dagster-k8s/config"])["container_config"]["resources"]
+        assert resources == {"requests": {"memory": str(quantity)}, "limits": {"memory": str(quantity)}}
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.metrics.neighbors import Neighborhoods
+from lab_assets_tests.conftest import require_module
 
 KS = [1, 5, 15, 40]
 
@@ -104,7 +105,7 @@ def test_lid_default_space_is_embedding(nb):
 
 @pytest.mark.parametrize("space", ["embedding", "data"])
 def test_lid_matches_skdim(data, nb, space):
-    skdim = pytest.importorskip("skdim")
+    skdim = require_module("skdim", "scikit-dimension (the `test` extra) is the LID reference")
     A = data[1] if space == "embedding" else data[0]
     k = 20
     mle = skdim.id.MLE().fit(A, n_neighbors=k)  # defaults: no noise model, unbiased=False

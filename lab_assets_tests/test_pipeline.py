@@ -1,6 +1,12 @@
 """The tiny sweep end to end through a real Dagster instance: partitions, materializations,
 lineage metadata, the metric table, staleness, reproducibility and failure isolation."""
 
+import os
+import platform
+import subprocess
+import time
+from importlib.metadata import version
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +14,7 @@ from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 import dagster as dg
 from lab_assets.dr import keystore
-from lab_assets.core import keys, storage
+from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.jobs import CELLS
 from lab_assets.defs.partitions import cell_key
 from lab_assets.defs.work import Run
@@ -39,11 +45,30 @@ def plan(sweep):
     return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
 
 
+def git(folder, *args) -> str:
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
+                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def commit_project(folder) -> str:
+    """The project folder as a git repository with one commit of its sweeps: that commit's SHA."""
+    git(folder, "init", "-q", "-b", "main")
+    (folder / ".gitignore").write_text(".lab/\n")
+    git(folder, "add", "sweeps", ".gitignore")
+    git(folder, "commit", "-q", "-m", "the tiny sweep")
+    return git(folder, "rev-parse", "HEAD")
+
+
 def test_tiny_sweep_end_to_end(lab):
+    sha = commit_project(lab)
+    assert len(sha) == 40
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     assert plan(sweep).counts == {MISSING: 4, STALE: 0, FRESH: 0}
 
+    started = time.perf_counter()
     result = run_sweep(sweep, workers=1)
+    elapsed = time.perf_counter() - started
     assert not result.failed and not result.skipped
     assert result.count("datasets") == 2 and result.count("cells") == 4
 
@@ -58,6 +83,14 @@ def test_tiny_sweep_end_to_end(lab):
         assert set(mats) == cells
         for m in mats.values():
             assert LINEAGE_KEYS <= set(m.metadata), asset
+            meta = {k: v.value for k, v in m.metadata.items()}
+            # The real values: this folder's commit, clean; the installed versions; the CPU
+            # (PCA and Isomap are scikit-learn); timings inside the run that made them.
+            assert (meta["git_sha"], meta["git_dirty"]) == (sha, False), asset
+            assert meta["device"] == "cpu" and meta["host"] == f"{platform.machine()}, {os.cpu_count()} cores"
+            assert set(lineage.KEY_PACKAGES) | {"scikit-learn"} <= set(meta["packages"])
+            assert meta["packages"] == {p: version(p) for p in meta["packages"]}, asset
+            assert 0 < meta["wall_seconds"] < elapsed and 0 <= meta["compute_seconds"] < elapsed, asset
     for asset in ("raw_dataset", "dataset"):
         assert set(materializations(asset)) == {d.key for d in sweep.data}
     data_meta = materializations("dataset")[sweep.data[0].key].metadata
@@ -70,7 +103,7 @@ def test_tiny_sweep_end_to_end(lab):
     # with scikit-learn recomputed from the stored dataset and embedding files.
     table = pd.read_parquet(storage.asset_path("metric_table"))
     assert set(table["partition"]) == cells
-    assert table["git_sha"].notna().all()
+    assert (table["git_sha"] == sha).all() and not table["git_dirty"].any()
     for _, row in table.iterrows():
         X = pd.read_parquet(storage.asset_path("dataset", row["data"])).filter(regex=r"^x\d+$").to_numpy()
         Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
@@ -88,6 +121,14 @@ def test_tiny_sweep_end_to_end(lab):
     again = run_sweep(sweep, workers=1)
     assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
     assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4 and again.count("report", FRESH) == 1
+
+    # An uncommitted edit to a tracked file: a cell computed now records the same SHA, dirty.
+    (lab / "sweeps" / "tiny.yaml").write_text((lab / "sweeps" / "tiny.yaml").read_text() + "# edited\n")
+    lineage._git_state.cache_clear()  # as a new process would see it
+    cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
+    assert execute_run(Run(CELLS, cell_key(sweep.data[0].key, sweep.methods[0].key)), {}).ok
+    meta = materializations("embedding")[cell].metadata
+    assert (meta["git_sha"].value, meta["git_dirty"].value) == (sha, True)
 
 
 def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):

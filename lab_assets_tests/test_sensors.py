@@ -62,9 +62,13 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     [request] = result.run_requests
     assert request.tags[SWEEP_TAG] == "tiny"
     parts = requested_partitions(request)
-    cells = {("metrics", dg.MultiPartitionKey({"data": d, "method": m})) for d, m in sweep.cells}
-    assert cells <= parts
-    assert {asset for asset, _ in parts} == {"raw_dataset", "dataset", "embedding", "metrics", "metric_table", "report"}
+    cells = [dg.MultiPartitionKey({"data": d, "method": m}) for d, m in sweep.cells]
+    expected = (
+        {(asset, d.key) for asset in ("raw_dataset", "dataset") for d in sweep.data}
+        | {(asset, cell) for asset in ("embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
+        | {("metric_table", None), ("report", "tiny")}
+    )
+    assert parts == expected  # exactly: a superset (other sweeps' cells, `model` of PCA) fails
 
     # The same tick again: handled already, no second backfill.
     assert evaluate(sweep_schedules, result.cursor).run_requests == []

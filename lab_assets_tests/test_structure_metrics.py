@@ -176,6 +176,54 @@ def test_persistent_homology_circle(ring, space):
     assert ph(summary="betti", threshold=0.03) == np.count_nonzero(life > 0.03)
 
 
+def regular_polygon(n, r):
+    t = 2 * np.pi * np.arange(n) / n
+    return r * np.c_[np.cos(t), np.sin(t)]
+
+
+@pytest.mark.parametrize("n", [60, 61, 100])
+@pytest.mark.parametrize("space", ["embedding", "data"])
+def test_persistent_homology_h1_of_a_regular_polygon_is_known(n, space):
+    """Independent of ripser: the Vietoris-Rips complex of n equally spaced points on a circle of
+    radius r is the n-cycle from the edge length 2r sin(pi/n) (adjacent points; no triangles yet)
+    and stays a circle while the scale joins points fewer than n/3 steps apart; at ceil(n/3)
+    steps it has no H1 (Adamaszek & Adams, "The Vietoris-Rips complexes of a circle", 2017).
+    So H1 is exactly one bar [2r sin(pi/n), 2r sin(pi ceil(n/3)/n)], r*sqrt(3) when 3 | n."""
+    r = 2.0
+    Z = regular_polygon(n, r)
+    Q, _ = np.linalg.qr(np.random.default_rng(5).normal(size=(3, 3)))
+    X = np.c_[Z, np.zeros(n)] @ Q  # the same polygon rotated into 3-D
+    nb = Neighborhoods(X, Z, k_max=0)
+    birth, death = 2 * r * np.sin(np.pi / n), 2 * r * np.sin(np.pi * int(np.ceil(n / 3)) / n)
+    if n % 3 == 0:
+        assert death == pytest.approx(r * np.sqrt(3), rel=1e-12)
+    # ripser keeps distances in float32 (relative error ~6e-8 each): 1e-5 covers it, while the
+    # neighbouring scales (one step more or less) differ by > 1%.
+    assert METRICS["persistent_homology"](nb, space=space) == pytest.approx(death - birth, rel=1e-5)
+    assert METRICS["persistent_homology"](nb, space=space, summary="betti", threshold=0.0) == 1
+    assert METRICS["persistent_homology"](nb, space=space, summary="betti", threshold=0.99 * (death - birth)) == 1
+    assert METRICS["persistent_homology"](nb, space=space, summary="betti", threshold=1.01 * (death - birth)) == 0
+
+
+def test_persistent_homology_h1_of_a_dense_circle_sample_dies_near_r_sqrt3():
+    """Points drawn at random on a circle of radius r (no noise): every Rips simplex below the
+    scale r*sqrt(3) lies in an open half circle (a triangle of circle points around the centre
+    has a side >= r*sqrt(3)), so the loop lives at least until r*sqrt(3); it is filled once a
+    triangle around the centre exists (fanning each arc into its side), which a sample whose
+    largest gap has chord c gives at r*sqrt(3) + c. It is born by the scale c."""
+    r, n = 1.5, 400
+    t = np.sort(np.random.default_rng(6).uniform(0, 2 * np.pi, n))
+    Z = r * np.c_[np.cos(t), np.sin(t)]
+    gap = np.max(np.diff(np.r_[t, t[0] + 2 * np.pi]))
+    c = 2 * r * np.sin(gap / 2)
+    nb = Neighborhoods(Z, Z, k_max=0)
+    total = METRICS["persistent_homology"](nb)
+    # Lifetime within [r*sqrt(3) - c, r*sqrt(3) + c] (float32 slack 1e-5).
+    assert r * np.sqrt(3) - c - 1e-5 <= total <= r * np.sqrt(3) + c + 1e-5
+    assert c < 0.15  # dense: the bound is tight (here to about 5% of r*sqrt(3) = 2.6)
+    assert METRICS["persistent_homology"](nb, summary="betti") == 1
+
+
 def test_persistent_homology_h0_is_the_minimum_spanning_tree(ring):
     """Independent reference: H0 deaths of a Rips filtration are the MST's edge lengths, so
     total H0 persistence is the MST's total length."""

@@ -14,7 +14,7 @@ import torch
 
 from lab_assets.defs.study_loop import KIND_TAG
 from lab_assets.training import ledger
-from lab_assets_tests.conftest import lab_cli, wait_for
+from lab_assets_tests.conftest import lab_cli
 
 STUDY = """
 name: resume
@@ -39,20 +39,37 @@ def _weights(root):
     return torch.load(path, weights_only=True)
 
 
+# `lab study run` (trials run in its own process) whose process SIGKILLs itself right after the
+# checkpoint of step KILL_AT is written: a kill at a known step, no race against the run's end
+# (which deletes the checkpoint).
+KILL_AT = 30
+KILL_AFTER_CHECKPOINT = """
+import os, signal, sys
+from lab_assets.core import checkpoints
+
+save = checkpoints.Checkpoint.save
+
+def save_then_die(self, state):
+    save(self, state)
+    if int(state["step"]) == int(sys.argv[1]):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+checkpoints.Checkpoint.save = save_then_die
+from lab_assets.cli.main import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_factory, monkeypatch):
     env = _project(lab, os.environ.copy())
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "study", "run", "studies/resume.yaml"],
-                            cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_CHECKPOINT, str(KILL_AT), "study", "run", "studies/resume.yaml"],
+                          cwd=lab, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
     checkpoints = str(lab / ".lab" / "assets" / "gpt_model" / "*" / "*.ckpt.pt")
-    try:
-        wait_for(lambda: glob.glob(checkpoints), 180, "the first checkpoint")
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
     (ckpt,) = glob.glob(checkpoints)
     killed_at = int(torch.load(ckpt, weights_only=True)["step"])
-    assert 0 < killed_at < 120 and not ledger.rows("resume")
+    assert killed_at == KILL_AT and not ledger.rows("resume")
 
     again = lab_cli("study", "run", "studies/resume.yaml", "--json", cwd=lab)
     assert again.returncode == 0, again.stderr
@@ -64,7 +81,7 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_fa
 
     instance = get_instance()
     meta = instance.get_latest_materialization_event(dg.AssetKey("gpt_model")).asset_materialization.metadata
-    assert meta["resumed_from_step"].value >= killed_at > 0
+    assert meta["resumed_from_step"].value == KILL_AT
     runs = instance.get_runs(filters=dg.RunsFilter(tags={KIND_TAG: "trial"}))
     assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE]
     assert "is gone" in (instance.all_logs(runs[1].run_id)[-1].message or "")

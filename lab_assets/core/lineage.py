@@ -21,12 +21,17 @@ from lab_assets.core.settings import project_dir
 KEY_PACKAGES = ("lab_assets", "dagster", "numpy", "pandas", "pyarrow", "scikit-learn", "scipy")
 
 
-@cache
 def git_state() -> tuple[str, bool]:
-    """(commit SHA, dirty?) of the project folder; ("unknown", False) outside a git checkout."""
+    """(commit SHA, dirty?) of the project folder; ("unknown", False) outside a git checkout.
+    Cached per project folder (once per process and folder, not once per process)."""
+    return _git_state(str(project_dir()))
+
+
+@cache
+def _git_state(folder: str) -> tuple[str, bool]:
     def git(*args: str) -> str:
         return subprocess.run(
-            ["git", *args], cwd=project_dir(), capture_output=True, text=True, check=True, timeout=10
+            ["git", *args], cwd=folder, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
 
     try:

@@ -1,0 +1,113 @@
+"""The slow target (`python3 run.py test-slow`): the bundled sweeps at full size, end to end, with
+every cell's kNN metrics checked against an independent computation from the stored files, and a
+1,000-cell run of a trivial method (plan, run, no-op re-run)."""
+
+import shutil
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.manifold import trustworthiness as sk_trustworthiness
+from sklearn.neighbors import NearestNeighbors
+
+from lab_assets_tests.conftest import REPO
+from lab_assets.core import keys, storage
+from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
+from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.local import definitions
+from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runtime.instance import get_instance
+
+pytestmark = pytest.mark.slow
+
+
+def plan(sweep):
+    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
+
+
+def knn_sets(A: np.ndarray, k: int) -> np.ndarray:
+    idx = NearestNeighbors(n_neighbors=k + 1).fit(A).kneighbors(A, return_distance=False)
+    return idx[:, 1:]
+
+
+def reference_preservation(X, Z, k) -> float:
+    a, b = knn_sets(X, k), knn_sets(Z, k)
+    return float(np.mean([len(set(r) & set(s)) / k for r, s in zip(a, b)]))
+
+
+def check_table(sweep, ks: list[int]):
+    """Every cell's trustworthiness, continuity and kNN preservation against scikit-learn,
+    recomputed from the stored dataset and embedding files (not from the code under test)."""
+    table = pd.read_parquet(storage.asset_path("metric_table"))
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
+    table = table[table["partition"].isin(cells)]
+    assert set(table["partition"]) == cells and len(table) == len(cells)
+    checked = 0
+    for _, row in table.iterrows():
+        X = pd.read_parquet(storage.asset_path("dataset", row["data"])).filter(regex=r"^x\d+$").to_numpy()
+        Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
+        assert np.isfinite(Z).all(), row["partition"]
+        for k in ks:
+            assert row[f"trustworthiness@k={k}"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=k), abs=1e-9), (row["partition"], k)
+            assert row[f"continuity@k={k}"] == pytest.approx(sk_trustworthiness(Z, X, n_neighbors=k), abs=1e-9), (row["partition"], k)
+            assert row[f"knn_preservation@k={k}"] == pytest.approx(reference_preservation(X, Z, k), abs=1e-9), (row["partition"], k)
+            checked += 3
+    return table, checked
+
+
+@pytest.mark.parametrize("name,ks", [("demo", [10, 30]), ("dr_benchmark", [15, 50, 100])])
+def test_bundled_sweep_full_size(lab, name, ks):
+    shutil.copyfile(REPO / "sweeps" / f"{name}.yaml", lab / "sweeps" / f"{name}.yaml")
+    sweep = load_sweep(lab / "sweeps" / f"{name}.yaml")
+    n = len(sweep.cells)
+    assert plan(sweep).counts == {MISSING: n, STALE: 0, FRESH: 0}
+    result = run_sweep(sweep, workers=2)
+    assert not result.failed and not result.skipped, [(o.partition, o.why) for o in result.failed + result.skipped]
+    assert result.count("cells") == n and result.count("datasets") == len(sweep.data)
+    table, checked = check_table(sweep, ks)
+    assert checked == 3 * len(ks) * n
+    # The report of the sweep exists, and a re-run has nothing to do.
+    assert (lab / ".lab" / "reports" / name / "metrics.parquet").stat().st_size > 0
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: n}
+    if name == "demo":
+        # reconstruction_error: a value for the invertible methods, null (with its reason) elsewhere.
+        [column] = [c for c in table.columns if c.startswith("reconstruction_error")]
+        recon = table.set_index("partition")[column]
+        invertible = {p for p in recon.index if "|pca-" in p or "|autoencoder-" in p}
+        assert invertible and recon[list(invertible)].notna().all() and (recon[list(invertible)] >= 0).all()
+        assert recon.drop(list(invertible)).isna().all()
+
+
+SCALING_SWEEP = f"""name: scaling
+data:
+  swissroll: {{n_samples: 100, noise: 0.05}}
+seeds: {list(range(100))}
+methods:
+  random_projection: {{n_components: {list(range(1, 11))}}}
+metrics:
+  trustworthiness: {{k: [5]}}
+"""
+
+
+def test_one_thousand_cells(lab):
+    (lab / "sweeps" / "scaling.yaml").write_text(SCALING_SWEEP)
+    sweep = load_sweep(lab / "sweeps" / "scaling.yaml")
+    assert len(sweep.cells) == 1000
+    assert plan(sweep).counts == {MISSING: 1000, STALE: 0, FRESH: 0}
+    result = run_sweep(sweep, workers=2)
+    assert not result.failed and not result.skipped
+    assert result.count("cells") == 1000 and result.count("datasets") == 100
+    # Every cell fresh afterwards (the late asset-row update once left ~5 in 1,000 stale).
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 1000}
+    table = pd.read_parquet(storage.asset_path("metric_table"))
+    assert len(table) == 1000 and table["trustworthiness@k=5"].between(0, 1).all()
+    # Spot-check values against scikit-learn from the stored files.
+    for _, row in table.sample(20, random_state=0).iterrows():
+        X = pd.read_parquet(storage.asset_path("dataset", row["data"])).filter(regex=r"^x\d+$").to_numpy()
+        Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
+        assert row["trustworthiness@k=5"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=5), abs=1e-9)
+    start = time.perf_counter()
+    again = run_sweep(sweep, workers=2)
+    assert {o.status for o in again.outcomes} == {FRESH} and again.count("cells", FRESH) == 1000
+    assert time.perf_counter() - start < 120

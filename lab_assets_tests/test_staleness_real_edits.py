@@ -1,0 +1,131 @@
+"""Staleness from real edits, not monkeypatched versions: the package is copied into a temporary
+git repository (the project folder), `lab` runs from that copy, and each edit of a real source
+file (a method, a dataset, the shared kNN code) or of a sweep's metric list stales exactly the
+cells it should: the plan says so, the next run recomputes only those, and the lineage carries
+the repository's real SHA and dirty flag."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from lab_assets_tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # ~2-4 min: six `lab sweep` runs in subprocesses
+
+
+def git(folder, *args) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def lab_in(folder, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(folder)}  # the copied package, not the checkout's
+    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=folder, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def states(folder) -> dict[str, str]:
+    plan = json.loads(lab_in(folder, "sweep", "plan", "sweeps/tiny.yaml", "--json").stdout)
+    return {c["partition"]: c["status"] for c in plan["cells"]}
+
+
+def mtimes(folder, asset) -> dict[str, int]:
+    root = folder / ".lab" / "assets" / asset
+    return {f"{p.parent.name}|{p.stem}": p.stat().st_mtime_ns for p in root.glob("*/*.parquet")}
+
+
+def embedding(folder, partition) -> pd.DataFrame:
+    data, method = partition.split("|")
+    return pd.read_parquet(folder / ".lab" / "assets" / "embedding" / data / f"{method}.parquet")
+
+
+def edit(path, text="\n# an edit\n"):
+    path.write_text(path.read_text() + text)
+
+
+def mtimes_flat(folder, asset) -> dict[str, int]:
+    return {p.stem: p.stat().st_mtime_ns for p in (folder / ".lab" / "assets" / asset).glob("*.parquet")}
+
+
+def run_and_check(folder, expected_stale: set[str], embeddings_redone: set[str], sha: str, dirty: bool,
+                  recomputed: set[str] | None = None):
+    """Plan: exactly `expected_stale` stale; run: only the metrics of `recomputed` (default: the
+    stale cells) and the embeddings of `embeddings_redone` rewritten; afterwards all fresh and the
+    rewritten rows carry (sha, dirty)."""
+    recomputed = expected_stale if recomputed is None else recomputed
+    before = states(folder)
+    assert {p for p, s in before.items() if s == "stale"} == expected_stale
+    assert {p for p, s in before.items() if s == "fresh"} == set(before) - expected_stale
+    emb, met = mtimes(folder, "embedding"), mtimes(folder, "metrics")
+    values = {p: embedding(folder, p) for p in emb}
+    lab_in(folder, "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet")
+    emb2, met2 = mtimes(folder, "embedding"), mtimes(folder, "metrics")
+    # A stale cell runs as one step (embedding + metrics: defs/work.py), so its embedding file is
+    # rewritten even when only its metrics were stale; its values change only where they should.
+    assert {p for p in emb if emb2[p] != emb[p]} == recomputed
+    changed = {p for p in emb if not embedding(folder, p).equals(values[p])}
+    assert changed == embeddings_redone
+    assert {p for p in met if met2[p] != met[p]} == recomputed
+    assert set(states(folder).values()) == {"fresh"}
+    table = pd.read_parquet(folder / ".lab" / "assets" / "metric_table.parquet").set_index("partition")
+    for p in recomputed:
+        assert (table.loc[p, "git_sha"], bool(table.loc[p, "git_dirty"])) == (sha, dirty), p
+
+
+def test_real_edits_stale_exactly_the_affected_cells(lab):
+    shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
+    git(lab, "init", "-q", "-b", "main")
+    git(lab, "add", ".")
+    git(lab, "commit", "-q", "-m", "the project")
+    sha = git(lab, "rev-parse", "HEAD")
+
+    lab_in(lab, "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet")
+    cells = states(lab)
+    assert len(cells) == 4 and set(cells.values()) == {"fresh"}
+    table = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet")
+    assert (table["git_sha"] == sha).all() and not table["git_dirty"].any()
+    pca = {p for p in cells if "|pca-" in p}
+    swissroll = {p for p in cells if p.startswith("swissroll-")}
+    assert len(pca) == 2 and len(swissroll) == 2
+
+    # A method's source (a comment: same values): its cells only.
+    edit(lab / "lab_assets" / "dr" / "methods" / "pca.py")
+    run_and_check(lab, pca, set(), sha, dirty=True)
+    git(lab, "commit", "-qam", "edit pca")
+    sha = git(lab, "rev-parse", "HEAD")
+
+    # A dataset's source: manifolds.py holds swissroll and gaussian_blobs, so both data keys'
+    # cells plan stale; both datasets are recomputed, and only swissroll's output changed (its
+    # points scaled), so only its cells are recomputed: gaussian_blobs' data version is the same.
+    # (The values of swissroll's embeddings change: scaled points, scaled PCA/Isomap.)
+    manifolds = lab / "lab_assets" / "dr" / "datasets" / "manifolds.py"
+    manifolds.write_text(manifolds.read_text().replace("    return Raw(X, t)\n", "    return Raw(2 * X, t)\n", 1))
+    datasets = mtimes_flat(lab, "dataset")
+    run_and_check(lab, set(cells), swissroll, sha, dirty=True, recomputed=swissroll)
+    assert all(mtimes_flat(lab, "dataset")[k] != datasets[k] for k in datasets)  # both data keys rerun
+    git(lab, "commit", "-qam", "edit manifolds")
+    sha = git(lab, "rev-parse", "HEAD")
+
+    # The shared kNN code: every cell's metrics; no embedding value changes.
+    edit(lab / "lab_assets" / "dr" / "metrics" / "neighbors.py")
+    run_and_check(lab, set(cells), set(), sha, dirty=True)
+    git(lab, "commit", "-qam", "edit neighbors")
+    sha = git(lab, "rev-parse", "HEAD")
+
+    # A metric added to the sweep: every cell's metrics, no embedding value; committed first: clean.
+    sweep = lab / "sweeps" / "tiny.yaml"
+    sweep.write_text(sweep.read_text().replace("  lid: {k: [10]}\n", "  lid: {k: [10]}\n  continuity: {k: [5]}\n"))
+    git(lab, "add", "sweeps/tiny.yaml")
+    git(lab, "commit", "-qm", "add continuity")
+    sha = git(lab, "rev-parse", "HEAD")
+    run_and_check(lab, set(cells), set(), sha, dirty=False)
+    table = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet")
+    assert table["continuity@k=5"].notna().all()
