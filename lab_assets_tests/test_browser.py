@@ -103,8 +103,10 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser, tmp
 
         # The report's figures are inline in its materialization metadata.
         page.goto(f"{base}/assets/report", wait_until="networkidle", timeout=60_000)
-        page.get_by_text("embeddings", exact=True).first.scroll_into_view_if_needed()
-        page.get_by_text("[Show Markdown]").nth(1).click()
+        # The `embeddings` entry's own [Show Markdown] (the summary and the table come first).
+        entry = page.locator("tr").filter(has=page.get_by_text("embeddings", exact=True)).first
+        entry.scroll_into_view_if_needed()
+        entry.get_by_text("[Show Markdown]").click()
         figure = page.locator("img[src^='data:image/png']").first
         figure.wait_for(timeout=30_000)
         assert figure.evaluate("img => img.naturalWidth") > 100  # a real, decoded image

@@ -8,6 +8,7 @@ declares. Multi-partition key strings order dimensions by name: "<data>|<method>
 import warnings
 
 import dagster as dg
+from sqlalchemy.exc import IntegrityError
 
 from lab_assets.core import keys
 
@@ -51,3 +52,21 @@ TRIAL_TO_CORPUS = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_
 
 def trial_cell_key(corpus: str, trial: str) -> dg.MultiPartitionKey:
     return multi_key(TRIAL_CELL, keys.cell_key(corpus, trial))
+
+
+def add_keys(instance: dg.DagsterInstance, dimension: str, new_keys: list[str]) -> None:
+    """Add the keys a dynamic dimension lacks. Another process may add the same keys between our
+    read and our insert (the `sweep_registry` sensor registering a sweep that `lab sweep run`
+    registers too; two `lab` commands): the insert then fails on the unique key, and reading
+    again settles it."""
+    for attempt in range(2):
+        existing = set(instance.get_dynamic_partitions(dimension))
+        missing = [k for k in dict.fromkeys(new_keys) if k not in existing]
+        if not missing:
+            return
+        try:
+            instance.add_dynamic_partitions(dimension, missing)
+            return
+        except IntegrityError:
+            if attempt:
+                raise

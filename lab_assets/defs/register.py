@@ -4,6 +4,7 @@ import dagster as dg
 
 from lab_assets.dr import keystore
 from lab_assets.defs.assets.specs import record_observations
+from lab_assets.defs.partitions import add_keys
 from lab_assets.dr.sweep import Sweep
 
 
@@ -17,8 +18,5 @@ def register(instance: dg.DagsterInstance, sweep: Sweep) -> None:
         ("method", [m.key for m in sweep.methods]),
         ("sweep", [sweep.name]),
     ):
-        existing = set(instance.get_dynamic_partitions(dim))
-        new = [k for k in keys if k not in existing]
-        if new:
-            instance.add_dynamic_partitions(dim, new)
+        add_keys(instance, dim, keys)
     record_observations(instance)

@@ -28,7 +28,7 @@ import dagster as dg
 
 from lab_assets.core import keys, storage
 from lab_assets.defs.jobs import CORPUS, TRIAL
-from lab_assets.defs.partitions import trial_cell_key
+from lab_assets.defs.partitions import add_keys, trial_cell_key
 from lab_assets.defs.work import Run
 from lab_assets.runtime.orphans import fail_orphans
 from lab_assets.training import ledger, proposers
@@ -76,11 +76,6 @@ def history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-def _add_partition(instance: dg.DagsterInstance, dimension: str, key: str) -> None:
-    if not instance.has_dynamic_partition(dimension, key):
-        instance.add_dynamic_partitions(dimension, [key])
-
-
 def _trial_launch(study: Study, trial: Trial, attempt: int) -> Run:
     return Run(
         TRIAL, trial_cell_key(trial.corpus, trial.key),
@@ -92,8 +87,8 @@ def _trial_launch(study: Study, trial: Trial, attempt: int) -> Run:
 def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     """The study's state and, when it is time, the one run to launch next."""
     save(study)
-    _add_partition(instance, "study", study.name)
-    _add_partition(instance, "corpus", study.corpus.key)
+    add_keys(instance, "study", [study.name])
+    add_keys(instance, "corpus", [study.corpus.key])
     runs = _runs(instance, study)  # newest first
     if fail_orphans(instance, runs, PID_TAG):
         runs = _runs(instance, study)
@@ -133,6 +128,6 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     config = study.config(overrides, f"{study.source}: proposal for exp{n}")
     trial = Trial(study.name, n, study.corpus.key, config, description(study.baseline, config), study.search.noise)
     save(study, trial)
-    _add_partition(instance, "trial", trial.key)
+    add_keys(instance, "trial", [trial.key])
     return progress(f"launching exp{n} ({trial.description})", _trial_launch(study, trial, 0))
 
