@@ -11,6 +11,7 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 from sklearn.neighbors import NearestNeighbors
 
+from benchmarks.run_all import SCALING_SWEEP  # the performance suite's 1,000 cells
 from lab_assets_tests.conftest import REPO
 from lab_assets.core import keys, storage
 from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
@@ -77,17 +78,6 @@ def test_bundled_sweep_full_size(lab, name, ks):
         invertible = {p for p in recon.index if "|pca-" in p or "|autoencoder-" in p}
         assert invertible and recon[list(invertible)].notna().all() and (recon[list(invertible)] >= 0).all()
         assert recon.drop(list(invertible)).isna().all()
-
-
-SCALING_SWEEP = f"""name: scaling
-data:
-  swissroll: {{n_samples: 100, noise: 0.05}}
-seeds: {list(range(100))}
-methods:
-  random_projection: {{n_components: {list(range(1, 11))}}}
-metrics:
-  trustworthiness: {{k: [5]}}
-"""
 
 
 def test_one_thousand_cells(lab):
