@@ -8,6 +8,7 @@ import math
 import re
 import os
 import secrets
+import shlex
 import shutil
 import tempfile
 import threading
@@ -219,8 +220,16 @@ def cluster_environment(state) -> dict[str, str]:
     env = {}
     for line in (Path(state.folder) / "env.sh").read_text().splitlines():
         key, _, value = line.removeprefix("export ").partition("=")
-        env[key] = __import__("shlex").split(value)[0]
+        env[key] = shlex.split(value)[0]
     return env
+
+
+def use_cluster(state, lab: Path, monkeypatch) -> None:
+    """This process as a cluster client: the cluster's instance and object store, and a lab home
+    of its own (nothing shared with the embedded default's files)."""
+    for key, value in cluster_environment(state).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
 
 
 def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
@@ -237,9 +246,7 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
 
     # The same sweep submitted to the cluster: its instance (Postgres), its object store.
-    for key, value in cluster_environment(lab_cluster).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    use_cluster(lab_cluster, lab, monkeypatch)
     submitted = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
@@ -298,9 +305,7 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
 
     from lab_assets_tests.conftest import wait_for
 
-    for key, value in cluster_environment(lab_cluster).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    use_cluster(lab_cluster, lab, monkeypatch)
     (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
     submit = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
@@ -347,9 +352,7 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
 
     from lab_assets_tests.conftest import wait_for
 
-    for key, value in cluster_environment(lab_cluster).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    use_cluster(lab_cluster, lab, monkeypatch)
     runs = Path(lab_cluster.folder) / "runs"
     submit = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url],
@@ -399,9 +402,7 @@ def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_def
     assert embedded.returncode == 0, embedded.stderr
     reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
 
-    for key, value in cluster_environment(lab_cluster).items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    use_cluster(lab_cluster, lab, monkeypatch)
     instance.get_instance.cache_clear()
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     register(instance.get_instance(), sweep)  # partition keys exist before the UI can ask for them
