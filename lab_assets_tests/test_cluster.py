@@ -226,10 +226,20 @@ def cluster_environment(state) -> dict[str, str]:
 
 def use_cluster(state, lab: Path, monkeypatch) -> None:
     """This process as a cluster client: the cluster's instance and object store, and a lab home
-    of its own (nothing shared with the embedded default's files)."""
+    of its own (nothing shared with the embedded default's files).
+
+    fsspec caches filesystem instances by their arguments, not by the environment: an
+    `s3fs.S3FileSystem()` made in an earlier test keeps that test's AWS_ENDPOINT_URL, a moto
+    server stopped with its cluster (connection refused). So the caches are emptied here."""
+    import s3fs
+
+    from lab_assets.core import storage
+
     for key, value in cluster_environment(state).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    s3fs.S3FileSystem.clear_instance_cache()
+    storage._filesystem.cache_clear()
 
 
 def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
