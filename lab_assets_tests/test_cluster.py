@@ -1,7 +1,9 @@
 """The team/cluster deployment run for real: a real PostgreSQL server (Debian's, installed where
 absent), the instance built from the shipped Kubernetes files, the asset-row race replayed
 against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 server, the gRPC
-code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep."""
+code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep;
+slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
+GraphQL backfill."""
 
 import json
 import math
