@@ -226,6 +226,19 @@ def lab_cluster(lab):
         yield state
 
 
+@pytest.mark.parametrize("endpoint, why", [
+    ("http://127.0.0.1:{port}", 'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/"'),
+    ("minio:9000", "Invalid endpoint: minio:9000"),
+])
+def test_an_unusable_s3_endpoint_is_refused_before_anything_starts(lab, endpoint, why):
+    port = cluster.free_port()  # nothing listens there
+    endpoint, why = endpoint.format(port=port), why.format(port=port)
+    out = lab_cli("cluster", "up", "--dir", str(lab / "cluster"), "--s3-endpoint", endpoint, cwd=lab)
+    assert out.returncode == 1
+    assert out.stderr == f"lab cluster: the object store {endpoint}: cannot use its bucket {cluster.BUCKET}: {why}\n"
+    assert not (lab / "cluster" / "state.json").exists() and not (lab / "cluster" / "postgres").exists()
+
+
 def cluster_environment(state) -> dict[str, str]:
     env = {}
     for line in (Path(state.folder) / "env.sh").read_text().splitlines():

@@ -346,9 +346,11 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     state = State(str(folder), free_port(), free_port(), free_port(), ui_port or free_port(), db_name)
-    state.pg_folder = postgres_folder(folder)
     state.s3_endpoint = s3_endpoint or f"http://127.0.0.1:{state.s3_port}"
     creds = credentials(folder)
+    if s3_endpoint is not None:  # checked before anything starts: a wrong address leaves nothing behind
+        _create_bucket(cluster_env(state, creds))
+    state.pg_folder = postgres_folder(folder)
     env_file = folder / "env.sh"
     env_file.touch(mode=0o600)
     os.chmod(env_file, 0o600)
@@ -384,7 +386,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         if s3 is not None:
             wait_until(lambda: _http_ok(f"{state.s3_endpoint}/"), 60, "the S3 server (moto)",
                        folder / "logs" / "s3.log", lambda: s3.poll() is None)
-        _create_bucket(env)
+            _create_bucket(env)
         wait_until(lambda: _port_open(state.grpc_port), timeout, "the code server (dagster api grpc)",
                    folder / "logs" / "code-server.log", lambda: grpc.poll() is None)
         workspace = ["-w", str(folder / "workspace.yaml")]
@@ -405,15 +407,17 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
 def _create_bucket(env: dict[str, str]) -> None:
     import boto3
 
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_DEFAULT_REGION"],
-                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
     try:
+        client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_DEFAULT_REGION"],
+                              aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                              config=Config(connect_timeout=5, retries={"total_max_attempts": 2}))
         if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
             client.create_bucket(Bucket=BUCKET)
-    except (BotoCoreError, ClientError) as e:
-        raise ClusterError(f"the object store {env['AWS_ENDPOINT_URL']} has no usable bucket {BUCKET}: {e}") from None
+    except (BotoCoreError, ClientError, ValueError) as e:  # ValueError: not a URL ("Invalid endpoint")
+        raise ClusterError(f"the object store {env['AWS_ENDPOINT_URL']}: cannot use its bucket {BUCKET}: {e}") from None
 
 
 def _location_loaded(url: str) -> bool:
