@@ -167,3 +167,37 @@ def lab_ui(lab):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+S3_BUCKET = "lab-bucket"
+
+
+@pytest.fixture
+def s3(lab, monkeypatch):
+    """Moto's S3 server on a free port, its bucket the lab's storage root (LAB_STORAGE_URL,
+    the endpoint in LAB_STORAGE_OPTIONS); yields a boto3 client of that server."""
+    import boto3
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    for var, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(var, value)
+    client = boto3.client("s3", endpoint_url=endpoint)
+    deadline = time.time() + 30
+    while True:
+        try:
+            client.create_bucket(Bucket=S3_BUCKET)
+            break
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
+    monkeypatch.setenv("LAB_STORAGE_URL", f"s3://{S3_BUCKET}/lab")
+    monkeypatch.setenv("LAB_STORAGE_OPTIONS", json.dumps({"endpoint_url": endpoint}))
+    yield client
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)

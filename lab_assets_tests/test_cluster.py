@@ -1,7 +1,9 @@
 """The team/cluster deployment run for real: a real PostgreSQL server (Debian's, installed where
 absent), the instance built from the shipped Kubernetes files, the asset-row race replayed
 against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 server, the gRPC
-code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep."""
+code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep;
+slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
+GraphQL backfill."""
 
 import json
 import math
@@ -14,6 +16,7 @@ import tempfile
 import threading
 import tomllib
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -199,12 +202,12 @@ def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server
 # The one-machine cluster
 
 
-@pytest.fixture
-def lab_cluster(lab):
+@contextmanager
+def running_cluster(lab: Path, *options: str):
     """`lab cluster up` in the test's folder (fresh database, bucket and instance), as a person
-    starts it; `lab cluster down` after, which must find every part still running."""
+    starts it; `lab cluster down` after, which must find every part it started still running."""
     folder = lab / "cluster"
-    out = lab_cli("cluster", "up", "--dir", str(folder), cwd=lab, timeout=180)
+    out = lab_cli("cluster", "up", "--dir", str(folder), *options, cwd=lab, timeout=180)
     state = cluster.State.load(folder) if (folder / "state.json").is_file() else None
     try:
         assert out.returncode == 0, out.stdout + out.stderr
@@ -212,8 +215,28 @@ def lab_cluster(lab):
         yield state
     finally:
         down = lab_cli("cluster", "down", "--dir", str(folder), cwd=lab)
-        assert "stopped daemon, webserver, code-server, s3, postgres" in down.stdout, down.stdout + down.stderr
+        parts = ["daemon", "webserver", "code-server", *([] if "--s3-endpoint" in options else ["s3"]), "postgres"]
+        assert f"stopped {', '.join(parts)} (" in down.stdout, down.stdout + down.stderr
         assert not [p for p in state.pids.values() if cluster._pid_alive(p)] if state else True
+
+
+@pytest.fixture
+def lab_cluster(lab):
+    with running_cluster(lab) as state:
+        yield state
+
+
+@pytest.mark.parametrize("endpoint, why", [
+    ("http://127.0.0.1:{port}", 'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/"'),
+    ("minio:9000", "Invalid endpoint: minio:9000"),
+])
+def test_an_unusable_s3_endpoint_is_refused_before_anything_starts(lab, endpoint, why):
+    port = cluster.free_port()  # nothing listens there
+    endpoint, why = endpoint.format(port=port), why.format(port=port)
+    out = lab_cli("cluster", "up", "--dir", str(lab / "cluster"), "--s3-endpoint", endpoint, cwd=lab)
+    assert out.returncode == 1
+    assert out.stderr == f"lab cluster: the object store {endpoint}: cannot use its bucket {cluster.BUCKET}: {why}\n"
+    assert not (lab / "cluster" / "state.json").exists() and not (lab / "cluster" / "postgres").exists()
 
 
 def cluster_environment(state) -> dict[str, str]:
@@ -226,10 +249,20 @@ def cluster_environment(state) -> dict[str, str]:
 
 def use_cluster(state, lab: Path, monkeypatch) -> None:
     """This process as a cluster client: the cluster's instance and object store, and a lab home
-    of its own (nothing shared with the embedded default's files)."""
+    of its own (nothing shared with the embedded default's files).
+
+    fsspec caches filesystem instances by their arguments, not by the environment: an
+    `s3fs.S3FileSystem()` made in an earlier test keeps that test's AWS_ENDPOINT_URL, a moto
+    server stopped with its cluster (connection refused). So the caches are emptied here."""
+    import s3fs
+
+    from lab_assets.core import storage
+
     for key, value in cluster_environment(state).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("LAB_HOME", str(lab / "client"))
+    s3fs.S3FileSystem.clear_instance_cache()
+    storage._filesystem.cache_clear()
 
 
 def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
@@ -237,6 +270,12 @@ def read_metric_table(path: str, storage_options: dict | None = None) -> pd.Data
     # Provenance differs by design between two executions (run ids, timings, hosts).
     keep = [c for c in table.columns if c == "partition" or "@" in c or c in ("dataset_label", "method", "seed", "n")]
     return table[keep].sort_values("partition").reset_index(drop=True)
+
+
+def storage_key(asset: str, partition: str) -> str:
+    """The object key (under the bucket) of an asset's partition on the cluster (core/storage.py)."""
+    *dirs, last = partition.split("|")
+    return "/".join(["lab/assets", asset, *dirs, last + ".parquet"])
 
 
 def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
@@ -379,8 +418,7 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     fs = s3fs.S3FileSystem()
     for asset in ("dataset", "embedding", "metrics"):
         for partition in instance.get_materialized_partitions(dg.AssetKey(asset)):
-            *dirs, last = partition.split("|")
-            assert fs.exists("/".join(["lab-assets/lab/assets", asset, *dirs, last + ".parquet"])), (asset, partition)
+            assert fs.exists(f"{cluster.BUCKET}/{storage_key(asset, partition)}"), (asset, partition)
 
     rerun = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -413,6 +451,86 @@ def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_def
     result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
     instance.get_instance.cache_clear()
+
+
+@pytest.fixture
+def s3_behind_a_proxy():
+    """Moto's S3 server and a TcpProxy in front of it: the cluster is given the proxy's address,
+    the test keeps the server's (to look at the objects whatever the proxy does)."""
+    import signal
+    import subprocess
+    import sys
+
+    import boto3
+
+    from lab_assets_tests.conftest import free_port, wait_for
+    from lab_assets_tests.tcp_proxy import TcpProxy
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proxy = TcpProxy(port)
+    try:
+        direct = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+                              aws_access_key_id="direct", aws_secret_access_key="direct")
+        wait_for(lambda: cluster._http_ok(f"http://127.0.0.1:{port}/"), 60, "moto's S3 server")
+        yield proxy, direct
+    finally:
+        proxy.close()
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_completes(lab, s3_behind_a_proxy, monkeypatch):
+    """The store goes away in the middle of a cell's upload (its first embedding PUT is torn) and
+    stays away while the cells and their retries run; then it comes back."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from lab_assets.cli.logs import failure_traces
+    from lab_assets_tests.conftest import wait_for
+
+    proxy, direct = s3_behind_a_proxy
+    with running_cluster(lab, "--s3-endpoint", proxy.url) as state:
+        use_cluster(state, lab, monkeypatch)
+        proxy.trip = f"PUT /{cluster.BUCKET}/lab/assets/embedding/".encode()
+        failed = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", state.ui_url, cwd=lab)
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        assert proxy.tripped.is_set(), "no embedding was written: the fault did not happen"
+        torn_key = proxy.tripped_request.split()[1].decode().removeprefix(f"/{cluster.BUCKET}/")
+
+        # Every cell's run failed, and so did its retries (dagster/max_retries), with the
+        # object store's URL in the error; nothing else is running.
+        instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+
+        def retries_exhausted():
+            runs = instance.get_runs(dg.RunsFilter(job_name="materialize_cells"))
+            return all(r.is_finished for r in runs) and sum(r.tags.get("dagster/retry_number") == "2" for r in runs) == 4
+
+        wait_for(retries_exhausted, 400, "the failed cells' runs to be retried twice")
+        cells = instance.get_runs(dg.RunsFilter(job_name="materialize_cells"))
+        assert len(cells) == 12 and {r.status for r in cells} == {dg.DagsterRunStatus.FAILURE}
+        for run in cells:
+            assert any(proxy.url in trace for trace in failure_traces(instance, run.run_id)), run.run_id
+
+        # No partial object: the torn upload left nothing at its key, every object there is whole,
+        # and every recorded materialization has its object.
+        keys = [o["Key"] for o in direct.list_objects_v2(Bucket=cluster.BUCKET, Prefix="lab/assets/").get("Contents", [])]
+        assert torn_key.startswith("lab/assets/embedding/") and torn_key not in keys
+        for key in keys:
+            pq.read_table(io.BytesIO(direct.get_object(Bucket=cluster.BUCKET, Key=key)["Body"].read()))
+        for asset in ("dataset", "embedding", "metrics"):
+            for partition in instance.get_materialized_partitions(dg.AssetKey(asset)):
+                assert storage_key(asset, partition) in keys, (asset, partition)
+        assert not instance.get_materialized_partitions(dg.AssetKey("embedding"))
+
+        proxy.restore()
+        rerun = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", state.ui_url, cwd=lab)
+        assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+        plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+        assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4 and plan["report"]["status"] == "fresh"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,17 +2,13 @@
 end to end, and a run killed mid-way that leaves no object a later run would read as valid."""
 
 import io
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-import boto3
 import pandas as pd
-import pytest
 
 from lab_assets.core import keys, storage
 from lab_assets.runner.sweeps import run_sweep
@@ -20,37 +16,9 @@ from lab_assets.runtime.instance import get_instance
 from lab_assets.defs.plan import FRESH, make_plan
 from lab_assets.runner.local import definitions
 from lab_assets.dr.sweep import load_sweep
+from lab_assets_tests.conftest import S3_BUCKET
 
-BUCKET = "lab-bucket"
-
-
-@pytest.fixture
-def s3(lab, monkeypatch):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    for var, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(var, value)
-    client = boto3.client("s3", endpoint_url=endpoint)
-    deadline = time.time() + 30
-    while True:
-        try:
-            client.create_bucket(Bucket=BUCKET)
-            break
-        except Exception:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.2)
-    monkeypatch.setenv("LAB_STORAGE_URL", f"s3://{BUCKET}/lab")
-    monkeypatch.setenv("LAB_STORAGE_OPTIONS", json.dumps({"endpoint_url": endpoint}))
-    yield client
-    os.killpg(server.pid, signal.SIGTERM)
-    server.wait(timeout=30)
+BUCKET = S3_BUCKET  # the `s3` fixture (conftest.py)
 
 
 def objects(client, prefix: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""The study ledger: keep/discard against a noise threshold, torn-line repair, views, and two
-processes appending at once without losing a row."""
+"""The study ledger: keep/discard against a noise threshold, rows whole or absent, views, and two
+processes appending at once without losing a row, on local disk and on S3 (moto's server)."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import pytest
 
 from lab_assets.core import storage
 from lab_assets.training import ledger
+from lab_assets_tests.conftest import S3_BUCKET
 
 
 def _row(exp, val_bpb, trial=None, status=None):
@@ -34,42 +35,79 @@ def test_status_keep_discard_with_noise(lab):
     assert tsv[5].split("\t")[2] == "-" and tsv[5].split("\t")[7] == "crash"
 
 
-def test_torn_last_line_is_detected_and_repaired(lab):
+def test_a_row_is_whole_or_absent_and_a_corrupt_one_is_an_error(lab):
     ledger.append("s", _row(0, 2.0), noise=0.0)
-    journal = ledger.path("s", ".jsonl")
-    with open(journal, "ab") as f:
-        f.write(b'{"exp": 1, "description": "half a li')  # a writer killed mid-append
-    with pytest.warns(UserWarning, match="dropped a torn last line"):
-        assert [r["exp"] for r in ledger.rows("s")] == [0]
-    assert open(journal, "rb").read().endswith(b"\n")
-    assert b"half a li" in open(journal + ".torn", "rb").read()
+    rows_dir = os.path.dirname(ledger.row_path("s", "x"))
+    # What a writer killed mid-write leaves (core/storage.atomic_write's temporary): not a row.
+    with open(os.path.join(rows_dir, ".s-e001.json.k1ll3d.tmp"), "wb") as f:
+        f.write(b'{"exp": 1, "description": "half a ro')
+    assert [r["exp"] for r in ledger.rows("s")] == [0]
     assert ledger.append("s", _row(1, 1.0), noise=0.0)["status"] == "keep"
-    assert [r["exp"] for r in ledger.rows("s")] == [0, 1]
-
-
-def test_a_corrupt_line_inside_the_journal_is_an_error(lab):
-    ledger.append("s", _row(0, 2.0), noise=0.0)
-    with open(ledger.path("s", ".jsonl"), "ab") as f:
-        f.write(b"not json\n")
-    with pytest.raises(ledger.LedgerError, match=r"s\.jsonl line 2 is not valid JSON"):
+    # A row object edited by hand into something else is an error naming it.
+    with open(ledger.row_path("s", "s-e001"), "wb") as f:
+        f.write(b"not json")
+    with pytest.raises(ledger.LedgerError, match=r"s-e001\.json is not valid JSON"):
         ledger.rows("s")
 
 
+def test_a_trial_written_again_replaces_its_own_row(lab):
+    ledger.append("s", _row(0, 2.0), noise=0.0)
+    ledger.append("s", _row(1, 1.0), noise=0.0)
+    again = ledger.append("s", _row(1, 1.5), noise=0.0)  # a retried run of exp 1
+    assert again["status"] == "keep"  # against exp 0 only, not against its own earlier row
+    assert [(r["exp"], r["val_bpb"]) for r in ledger.rows("s")] == [(0, 2.0), (1, 1.5)]
+
+
+# Two writers in lockstep: before each append, each waits for the other to reach the same row
+# (a file barrier), so every pair of appends runs at the same time; each reports its intervals.
 WRITER = """
-import sys
+import json, sys, time
+from pathlib import Path
 from lab_assets.training import ledger
-for i in range(50):
-    exp = int(sys.argv[1]) * 100 + i
+from lab_assets_tests.conftest import S3_BUCKET
+me, other, gate = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+spans = []
+for i in range(20):
+    (gate / f"{me}-{i}").touch()
+    while not (gate / f"{other}-{i}").exists():
+        time.sleep(0.0005)
+    exp = int(me) * 100 + i
+    start = time.time()
     ledger.append("race", {"exp": exp, "description": "d", "val_bpb": 2.0 - exp / 1000, "steps": 1,
                            "trial": f"t{exp}", "partition": f"c|t{exp}", "config": "{}"}, noise=0.0)
+    spans.append((start, time.time()))
+print(json.dumps(spans))
 """
 
 
-def test_two_processes_appending_lose_no_row(lab):
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)], env=os.environ.copy()) for w in (1, 2)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+def two_writers_at_once(gate) -> None:
+    gate.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, me, other, str(gate)], env=os.environ.copy(),
+                              stdout=subprocess.PIPE, text=True) for me, other in (("1", "2"), ("2", "1"))]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    spans_1, spans_2 = (json.loads(out) for out in outs)
+    overlapping = [a_start < b_end and b_start < a_end for (a_start, a_end), (b_start, b_end) in zip(spans_1, spans_2)]
+    assert all(overlapping), "the writers did not append at the same time"
+
+
+def assert_every_row_kept():
     rows = ledger.rows("race")
-    assert len(rows) == 100 and len({r["trial"] for r in rows}) == 100
-    lines = open(ledger.path("race", ".jsonl")).read().splitlines()
-    assert all(json.loads(line)["exp"] >= 100 for line in lines)
-    assert len(pd.read_parquet(storage.asset_path("study_ledger", "race"))) == 100
+    assert sorted(r["trial"] for r in rows) == sorted(f"t{w * 100 + i}" for w in (1, 2) for i in range(20))
+    assert all(r["status"] in ("baseline", "keep", "discard") for r in rows)
+    # The views, written last by whichever writer finished last, hold every row too.
+    assert sorted(storage.read_parquet(storage.asset_path("study_ledger", "race"))["trial"]) == sorted(r["trial"] for r in rows)
+    assert len(storage.read_bytes(ledger.path("race", ".tsv")).decode().splitlines()) == 1 + 40
+
+
+def test_two_processes_appending_at_once_lose_no_row(lab, tmp_path):
+    two_writers_at_once(tmp_path / "gate")
+    assert_every_row_kept()
+
+
+def test_two_processes_appending_at_once_on_s3_lose_no_row(lab, s3, tmp_path):
+    two_writers_at_once(tmp_path / "gate")
+    assert_every_row_kept()
+    stored = [o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])]
+    assert len([k for k in stored if k.startswith("lab/assets/study_ledger/race/")]) == 40
+    assert not (lab / ".lab" / "assets").exists()  # nothing on the local disk

@@ -163,3 +163,21 @@ def test_sensor_runs_the_loop_and_survives_restarts(lab):
     # Progress as an observation of the study's ledger, with the table in its metadata.
     record = instance.get_latest_data_version_record(dg.AssetKey("study_ledger"), True, "tiny")
     assert record is not None
+
+
+def test_a_study_on_s3_keeps_its_ledger_there(lab, s3):
+    """The ledger on shared storage, through real trial runs: `lab study run` with the storage
+    root in S3 (moto's server) records one object per trial; `lab study show` reads them back."""
+    from lab_assets_tests.conftest import S3_BUCKET, lab_cli
+
+    (lab / "studies").mkdir()
+    (lab / "studies" / "tiny.yaml").write_text(TINY_STUDY.replace("trials: 1", "trials: 2"))
+    out = lab_cli("study", "run", "studies/tiny.yaml", "--json", cwd=lab)
+    assert out.returncode == 0, out.stdout + out.stderr
+    stored = [o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])]
+    assert sorted(k.rsplit("/", 1)[1] for k in stored if k.startswith("lab/assets/study_ledger/tiny/")) == \
+        sorted(f"{r['trial']}.json" for r in ledger.rows("tiny"))
+    assert {"lab/assets/study_ledger/tiny.parquet", "lab/assets/study_ledger/tiny.tsv"} <= set(stored)
+    show = json.loads(lab_cli("study", "show", "studies/tiny.yaml", "--json", cwd=lab).stdout)
+    assert [r["exp"] for r in show["rows"]] == [0, 1] and show["rows"][0]["status"] == "baseline"
+    assert not (lab / ".lab" / "assets").exists()  # nothing on the local disk

@@ -1,7 +1,8 @@
 """`lab cluster up|down`: the Kubernetes deployment's parts on one machine, each its own process.
 
 - PostgreSQL (Debian's server; `initdb` + `pg_ctl` in the cluster folder, password auth);
-- an S3-compatible object store (moto's server) holding the bucket `lab-assets`;
+- an S3-compatible object store (moto's server) holding the bucket `lab-assets`, or a store
+  already running (`--s3-endpoint URL`: a team's MinIO, or a test's proxy in front of moto);
 - the code location over gRPC (`dagster api grpc`, as the user-code Deployment runs it);
 - the webserver and the daemon (`dagster-webserver`, `dagster-daemon run`), loading a workspace
   that is k8s/base/workspace.yaml with the host and port of that code server.
@@ -244,6 +245,7 @@ class State:
     ui_port: int
     db_name: str = "dagster"
     pg_folder: str = ""
+    s3_endpoint: str = ""  # the object store every part and run uses (moto's on s3_port unless given)
     pids: dict = field(default_factory=dict)  # component -> pid (each its own process group)
 
     @property
@@ -293,7 +295,7 @@ def cluster_env(state: State, creds: dict[str, str]) -> dict[str, str]:
     return {
         **creds,
         "DAGSTER_HOME": str(folder / "dagster_home"),
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{state.s3_port}",
+        "AWS_ENDPOINT_URL": state.s3_endpoint,
         "AWS_DEFAULT_REGION": "us-east-1",
         "LAB_STORAGE_URL": f"s3://{BUCKET}/lab",
     }
@@ -328,9 +330,11 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120) -> State:
+def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120,
+       s3_endpoint: str | None = None) -> State:
     """Start every part (each its own process group) and wait until the webserver answers with
     the code location loaded. Returns the state, also written to `<folder>/state.json`.
+    With `s3_endpoint`, that store is used (its bucket created if missing) and no moto is started.
 
     The cluster is a throwaway: the S3 server keeps its objects in memory, so each `up` starts
     from an empty instance too (a new database; Postgres without fsync)."""
@@ -342,8 +346,11 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     state = State(str(folder), free_port(), free_port(), free_port(), ui_port or free_port(), db_name)
-    state.pg_folder = postgres_folder(folder)
+    state.s3_endpoint = s3_endpoint or f"http://127.0.0.1:{state.s3_port}"
     creds = credentials(folder)
+    if s3_endpoint is not None:  # checked before anything starts: a wrong address leaves nothing behind
+        _create_bucket(cluster_env(state, creds))
+    state.pg_folder = postgres_folder(folder)
     env_file = folder / "env.sh"
     env_file.touch(mode=0o600)
     os.chmod(env_file, 0o600)
@@ -367,16 +374,19 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in cluster_env(state, creds).items()))
 
         py = sys.executable
-        s3 = _spawn("s3", [py, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(state.s3_port)], env, folder)
-        state.pids["s3"] = s3.pid
+        s3 = None
+        if s3_endpoint is None:
+            s3 = _spawn("s3", [py, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(state.s3_port)], env, folder)
+            state.pids["s3"] = s3.pid
         code_env = {**env, "LAB_HOME": str(folder / "lab"), "DAGSTER_CURRENT_IMAGE": CURRENT_IMAGE}
         grpc = _spawn("code-server", [py, "-m", "dagster", "api", "grpc", "-m", "lab_assets.defs.definitions",
                                       "-h", "127.0.0.1", "-p", str(state.grpc_port)], code_env, folder)
         state.pids["code-server"] = grpc.pid
         state.save()
-        wait_until(lambda: _http_ok(f"http://127.0.0.1:{state.s3_port}/"), 60, "the S3 server (moto)",
-                   folder / "logs" / "s3.log", lambda: s3.poll() is None)
-        _create_bucket(env)
+        if s3 is not None:
+            wait_until(lambda: _http_ok(f"{state.s3_endpoint}/"), 60, "the S3 server (moto)",
+                       folder / "logs" / "s3.log", lambda: s3.poll() is None)
+            _create_bucket(env)
         wait_until(lambda: _port_open(state.grpc_port), timeout, "the code server (dagster api grpc)",
                    folder / "logs" / "code-server.log", lambda: grpc.poll() is None)
         workspace = ["-w", str(folder / "workspace.yaml")]
@@ -397,10 +407,17 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
 def _create_bucket(env: dict[str, str]) -> None:
     import boto3
 
-    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_DEFAULT_REGION"],
-                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
-    if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
-        client.create_bucket(Bucket=BUCKET)
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_DEFAULT_REGION"],
+                              aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                              config=Config(connect_timeout=5, retries={"total_max_attempts": 2}))
+        if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+            client.create_bucket(Bucket=BUCKET)
+    except (BotoCoreError, ClientError, ValueError) as e:  # ValueError: not a URL ("Invalid endpoint")
+        raise ClusterError(f"the object store {env['AWS_ENDPOINT_URL']}: cannot use its bucket {BUCKET}: {e}") from None
 
 
 def _location_loaded(url: str) -> bool:
@@ -480,12 +497,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(f"lab cluster: stopped {', '.join(stopped) or 'nothing (no cluster running)'} ({folder})")
         return 0
     try:
-        state = up(folder, ui_port=args.port)
+        state = up(folder, ui_port=args.port, s3_endpoint=args.s3_endpoint)
     except ClusterError as e:
         print(f"lab cluster: {e}", file=sys.stderr)
         return 1
     print(f"lab cluster: Dagster UI on {state.ui_url}")
-    print(f"  Postgres 127.0.0.1:{state.pg_port} (database {state.db_name}), S3 http://127.0.0.1:{state.s3_port} "
+    print(f"  Postgres 127.0.0.1:{state.pg_port} (database {state.db_name}), S3 {state.s3_endpoint} "
           f"(bucket {BUCKET}), code server 127.0.0.1:{state.grpc_port}; logs in {folder}/logs, runs in {folder}/runs")
     print(f"  use it from a shell: source {folder}/env.sh && lab sweep run sweeps/demo.yaml --submit {state.ui_url}")
     print(f"  stop it: lab cluster down{f' --dir {args.dir}' if args.dir else ''} (a throwaway: objects and runs go with it)")
@@ -499,4 +516,7 @@ def add_parser(sub) -> None:
                          "down: stop them (a throwaway: runs and objects go with it)")
     cluster.add_argument("--dir", help="the cluster's folder (default: <lab home>/cluster)")
     cluster.add_argument("--port", type=int, default=None, help="the UI's port (default: a free one)")
+    cluster.add_argument("--s3-endpoint", default=None, help="an S3-compatible store already running "
+                         "(http://host:port; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
+                         "instead of starting moto's server")
     cluster.set_defaults(fn=cmd_cluster)

@@ -106,6 +106,11 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise MissingAssetError(f"{path} does not exist: materialize its partition first") from None
 
 
+def read_many(paths: list[str]) -> dict[str, bytes]:
+    """Several files by path (an object store fetches them concurrently); missing ones raise."""
+    return filesystem().cat(list(paths), on_error="raise") if paths else {}
+
+
 def exists(path: str | os.PathLike[str]) -> bool:
     return filesystem().exists(os.fspath(path))
 

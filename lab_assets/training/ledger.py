@@ -1,33 +1,23 @@
-"""A study's ledger: one row per training trial, crash-safe, safe under concurrent writers.
+"""A study's ledger: one row per training trial, safe under concurrent writers on any storage.
 
-Files, per study, under `assets/study_ledger/` of the storage root:
-- `<study>.jsonl`  the journal, the source of truth: one JSON object per line, appended with a
-                   single O_APPEND write + fsync;
-- `<study>.parquet` and `<study>.tsv`  views regenerated from the journal after every append,
-                   each written atomically (temp + fsync + rename), so they are never torn;
-- `<study>.lock`   an fcntl lock held around every read-modify-write, so concurrent writers
-                   (two trials, a sensor and the CLI) lose no row.
+Files, per study, under `assets/study_ledger/` of the storage root (local disk or an object
+store):
+- `<study>/<trial>.json`  one object per row, the source of truth, written whole (local: temp +
+                          fsync + rename; object stores: one PUT), so a row is never torn and two
+                          writers never touch the same object: no lock, nothing to lose;
+- `<study>.parquet`, `<study>.tsv`  views of every row, regenerated after each append.
 
-A writer killed mid-append can leave a last line without its newline. Such a line was never
-acknowledged (its fsync had not returned), so the next reader or writer detects it, moves its
-bytes to `<study>.jsonl.torn` for inspection, and truncates the journal back to the last
-complete line. A malformed line *before* the end is real corruption and is an error, not a repair.
-
-The ledger needs local storage (or a shared filesystem): O_APPEND and fcntl locks do not exist
-on object stores.
+Rows are listed and read back in recording order (`recorded_at`, then the trial key). A row's
+status is decided once, when it is written, against the rows recorded before it; two trials
+recorded at the same moment do not see each other (each is compared with the best before both).
+A trial written again (a retried run) replaces its own row.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
 import time
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -45,68 +35,27 @@ STATUSES = ("baseline", "keep", "discard", "crash")
 
 
 class LedgerError(RuntimeError):
-    """A ledger that cannot be read or written safely (corrupt line, remote storage)."""
+    """A ledger row that cannot be read or written (not JSON, no trial key)."""
 
 
 def path(study: str, suffix: str) -> str:
     return storage.asset_path(ASSET, study, suffix)
 
 
-def _local(study: str, suffix: str) -> Path:
-    if not storage.is_local():
-        raise LedgerError(
-            f"the ledger of study {study!r} needs local storage or a shared filesystem "
-            f"(LAB_STORAGE_URL={storage.root()!r}): appends and locks do not exist on object stores"
-        )
-    return Path(storage.filesystem()._strip_protocol(path(study, suffix)))
-
-
-@contextmanager
-def _locked(study: str) -> Iterator[Path]:
-    journal = _local(study, ".jsonl")
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    with open(_local(study, ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            _repair(journal)
-            yield journal
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _repair(journal: Path) -> None:
-    """Drop a torn last line (no newline): keep its bytes beside the journal, truncate."""
-    if not journal.exists():
-        return
-    data = journal.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return
-    keep = data.rfind(b"\n") + 1
-    torn = journal.with_name(journal.name + ".torn")
-    with open(torn, "ab") as f:
-        f.write(data[keep:] + b"\n")
-    with open(journal, "r+b") as f:
-        f.truncate(keep)
-        os.fsync(f.fileno())
-    warnings.warn(f"{journal}: dropped a torn last line ({len(data) - keep} bytes, kept in {torn})", stacklevel=2)
-
-
-def _parse(journal: Path) -> list[dict[str, Any]]:
-    if not journal.exists():
-        return []
-    rows = []
-    for n, line in enumerate(journal.read_text().splitlines(), 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise LedgerError(f"{journal} line {n} is not valid JSON ({e}); fix or remove that line") from None
-    return rows
+def row_path(study: str, trial: str) -> str:
+    return storage.url("assets", ASSET, study, f"{trial}.json")
 
 
 def rows(study: str) -> list[dict[str, Any]]:
-    """Every row of the study's ledger, in append order (repairing a torn last line first)."""
-    with _locked(study) as journal:
-        return _parse(journal)
+    """Every row of the study's ledger, in recording order."""
+    found = storage.read_many(storage.glob(row_path(study, "*")))
+    out = []
+    for where, data in found.items():
+        try:
+            out.append(json.loads(data))
+        except json.JSONDecodeError as e:
+            raise LedgerError(f"{where} is not valid JSON ({e}); fix or remove that row") from None
+    return sorted(out, key=lambda r: (r["recorded_at"], r["trial"]))
 
 
 def decide_status(val_bpb: float, earlier: list[dict[str, Any]], noise: float) -> str:
@@ -119,22 +68,17 @@ def decide_status(val_bpb: float, earlier: list[dict[str, Any]], noise: float) -
 
 
 def append(study: str, row: dict[str, Any], noise: float) -> dict[str, Any]:
-    """Append one row (status decided here, under the lock, unless it is a `crash`); returns it
-    as written. Then regenerates the Parquet and TSV views."""
-    with _locked(study) as journal:
-        earlier = _parse(journal)
-        full = {c: row.get(c) for c in COLUMNS}
-        if full["status"] != "crash":
-            full["status"] = decide_status(float(full["val_bpb"]), earlier, noise)
-        full["recorded_at"] = time.time()
-        line = (json.dumps(full, sort_keys=True, allow_nan=False) + "\n").encode()
-        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)  # one write: a line is whole or torn at the end, never interleaved
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        _write_views(study, [*earlier, full])
+    """Write one trial's row (status decided here, unless it is a `crash`); returns it as
+    written. Then regenerates the Parquet and TSV views."""
+    full = {c: row.get(c) for c in COLUMNS}
+    if not full["trial"]:
+        raise LedgerError(f"a row of study {study!r} without its trial key: {row}")
+    earlier = [r for r in rows(study) if r["trial"] != full["trial"]]
+    if full["status"] != "crash":
+        full["status"] = decide_status(float(full["val_bpb"]), earlier, noise)
+    full["recorded_at"] = time.time()
+    storage.write_bytes(row_path(study, full["trial"]), json.dumps(full, sort_keys=True, allow_nan=False).encode())
+    _write_views(study)
     return full
 
 
@@ -160,6 +104,12 @@ def tsv(all_rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_views(study: str, all_rows: list[dict[str, Any]]) -> None:
-    storage.write_parquet(path(study, ".parquet"), frame(all_rows), {"study": study, "journal": path(study, ".jsonl")})
-    storage.write_bytes(path(study, ".tsv"), tsv(all_rows).encode())
+def _write_views(study: str) -> None:
+    """Write the views of every row, again until no row arrived meanwhile. With concurrent
+    writers the views end complete: a row recorded after this writer's last look is another
+    writer's, which writes the views after recording it."""
+    written = None
+    while (current := rows(study)) != written:
+        storage.write_parquet(path(study, ".parquet"), frame(current), {"study": study, "rows": row_path(study, "*")})
+        storage.write_bytes(path(study, ".tsv"), tsv(current).encode())
+        written = current

@@ -9,6 +9,7 @@ study's progress as metadata.
 """
 
 import hashlib
+import json
 import sys
 
 import dagster as dg
@@ -103,13 +104,13 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 
 def ledger_version(study: str) -> str:
-    journal = ledger.path(study, ".jsonl")
-    return hashlib.sha256(storage.read_bytes(journal)).hexdigest()[:16] if storage.exists(journal) else "empty"
+    rows = ledger.rows(study)
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16] if rows else "empty"
 
 
 @dg.observable_source_asset(partitions_def=STUDY, group_name=GROUP)
 def study_ledger() -> dg.DataVersionsByPartition:
-    """Each study's ledger (one row per trial; TSV and Parquet beside the journal)."""
+    """Each study's ledger (one row per trial, an object each; TSV and Parquet views beside them)."""
     return dg.DataVersionsByPartition({name: ledger_version(name) for name in key_records.keys("study")})
 
 
