@@ -4,8 +4,8 @@ Moto's S3 server keeps its objects in memory, so stopping it would lose them: th
 between the clients and the server instead. `trip` arms it: the first request whose bytes
 contain that pattern (e.g. `b"PUT /bucket/lab/assets/embedding/"`) is forwarded torn (its
 headers and half the body bytes that came with them), then every connection is reset and the
-port refuses new ones, until `restore()`. Cutting at a request, not at a moment, keeps the
-fault at the same point of the work on every run.
+port refuses new ones, until `restore()`. `let_through` matching requests pass untouched first.
+Cutting at a request, not at a moment, keeps the fault at the same point of the work on every run.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from lab_assets_tests.conftest import free_port
 
 
 class TcpProxy:
-    def __init__(self, target_port: int, trip: bytes | None = None):
+    def __init__(self, target_port: int, trip: bytes | None = None, let_through: int = 0):
         self.port = free_port()
         self.target_port = target_port
         self.trip = trip
+        self.let_through = let_through
         self.tripped = threading.Event()  # stays set after restore(): the fault happened
         self.tripped_request = b""  # the request line that tripped it
         self._cut = threading.Event()
@@ -62,6 +63,8 @@ class TcpProxy:
                     return
                 if upload and self.trip:
                     found = (tail + data).find(self.trip)
+                    if found >= 0 and self._passes():
+                        found = -1
                     if found >= 0:
                         with self._lock:  # one request trips it; a concurrent one is dropped
                             first = not self._cut.is_set()
@@ -79,6 +82,12 @@ class TcpProxy:
             pass
         finally:
             self._close(src, dst)
+
+    def _passes(self) -> bool:
+        """Whether this matching request is one of the first `let_through`, which pass."""
+        with self._lock:
+            self.let_through -= 1
+            return self.let_through >= 0
 
     @staticmethod
     def _torn_end(data: bytes, start: int) -> int:

@@ -2,11 +2,11 @@
 end to end, and a run killed mid-way that leaves no object a later run would read as valid."""
 
 import io
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 
@@ -46,20 +46,37 @@ def test_tiny_sweep_on_s3(lab, s3):
     assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
 
 
-def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3):
+def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
+    """The run is killed while its second embedding PUT is half sent (a proxy forwards the request's
+    headers and half its body, then holds): the store must show no object under that key, the
+    first embedding and everything else complete, and a re-run completes the sweep. (A writer
+    that put a placeholder or a part first would leave it visible under the first key.)"""
+    from lab_assets_tests.tcp_proxy import TcpProxy
+
+    moto_port = int(json.loads(os.environ["LAB_STORAGE_OPTIONS"])["endpoint_url"].rsplit(":", 1)[1])
+    proxy = TcpProxy(moto_port, trip=f"PUT /{BUCKET}/lab/assets/embedding/".encode(), let_through=1)
+    env = {**os.environ, "LAB_STORAGE_OPTIONS": json.dumps({"endpoint_url": proxy.url})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    deadline = time.time() + 120
-    while time.time() < deadline and not objects(s3, "lab/assets/embedding/"):
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    written = objects(s3, "lab/assets/")
-    assert written, "the run was killed before writing anything"
-    for key in written:  # every object that exists is a complete Parquet file
-        pd.read_parquet(io.BytesIO(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
+    try:
+        assert proxy.tripped.wait(120), "the run never uploaded an embedding"
+        os.killpg(proc.pid, signal.SIGKILL)  # mid-PUT: the server has half of the body
+        proc.wait()
+    finally:
+        proxy.close()
+    torn_key = proxy.tripped_request.split()[1].decode().split("?")[0].removeprefix(f"/{BUCKET}/")
+    assert torn_key.startswith("lab/assets/embedding/") and torn_key.endswith(".parquet")
+    written = objects(s3, "lab/")
+    assert torn_key not in written
+    assert len([k for k in written if k.startswith("lab/assets/embedding/")]) == 1  # the first one
+    for key in written:  # every object that exists is complete
+        body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        if key.endswith(".parquet"):
+            pd.read_parquet(io.BytesIO(body))
+        elif key.endswith(".json"):
+            json.loads(body)
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)
