@@ -8,6 +8,7 @@ study file, a flag).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -437,6 +438,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None:
+        # The program is ending: without this, the interpreter's last garbage collections walk
+        # every object Dagster and the libraries built (0.3-0.6 s of a no-op run; BENCHMARKS.md).
+        gc.freeze()
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
