@@ -74,3 +74,17 @@ def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
     out = run(lab)
     assert out["materialized"]["cells"] == 1 and out["before"]["fresh"] == 3
     noop_saves_an_answer(lab)
+
+
+def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab):
+    """A `file` dataset's version digests the file's content, which no fingerprint covers."""
+    rows = "\n".join(f"{i},{i * i % 7},{i % 5}" for i in range(40))
+    (lab / "points.csv").write_text("a,b,c\n" + rows + "\n")
+    (lab / "sweeps" / "tiny.yaml").write_text("name: tiny\ndata:\n  file: {path: points.csv}\nseeds: [0]\n"
+                                              "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n")
+    (lab / "pkg").symlink_to(REPO)  # `lab_in` runs this checkout's package here
+    assert run(lab)["materialized"]["cells"] == 1
+    assert run(lab)["fresh"]["cells"] == 1
+    assert not list((lab / ".lab" / "cache").glob("noop-*.json"))
+    (lab / "points.csv").write_text("a,b,c\n" + rows.replace("3,", "4,") + "\n")
+    assert run(lab)["materialized"]["cells"] == 1

@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_report(sweep)
     if args.json and args.verbose:
         _print_traces(result)
-    if cache is not None and all(o.status == FRESH for o in result.outcomes) and not _reads_input_files(sweep):
+    if cache is not None and all(o.status == FRESH for o in result.outcomes):
         _save_noop(cache, sweep, result)
     return 0 if result.ok else FAILED
 
@@ -155,16 +155,6 @@ def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds:
             f"{failed} failed, in {seconds:.1f} s")
 
 
-def _reads_input_files(sweep) -> bool:
-    """A dataset or method whose version digests a file's content (a `file` dataset): a changed
-    file changes no fingerprint the no-op cache checks, so such a sweep is never answered from it."""
-    from lab_assets.dr.datasets import DATASETS
-    from lab_assets.dr.methods import METHODS
-
-    return any(DATASETS[d.dataset].fingerprint for d in sweep.data) or any(METHODS[m.method].fingerprint
-                                                                          for m in sweep.methods)
-
-
 def _save_noop(cache, sweep, result) -> None:
     """What a no-op prints, minus its timing, saved for the next no-op of the same file."""
     import contextlib
@@ -178,7 +168,7 @@ def _save_noop(cache, sweep, result) -> None:
     with contextlib.redirect_stdout(report):
         _print_report(sweep)
     jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
-    cache.save({
+    cache.save(sweep, {
         "sweep": sweep.name,
         "before": result.before.counts,
         "fresh": {job: result.count(job, FRESH) for job in jobs},

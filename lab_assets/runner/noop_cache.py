@@ -28,10 +28,14 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab_assets.core import fingerprint
 from lab_assets.core.settings import dagster_home, lab_home, project_dir
 from lab_assets.runtime.storage_head import head
+
+if TYPE_CHECKING:
+    from lab_assets.dr.sweep import Sweep
 
 FORMAT = 1  # of the saved entries: a change here drops every saved answer
 
@@ -88,14 +92,39 @@ class NoopCache:
         that a saved answer never describes a later state than the one it was planned from."""
         self._marked = self.state()
 
-    def save(self, answer: dict, paths: Iterable[str]) -> None:
-        """Save `answer` (JSON) under the marked state; `paths`: files it was read from."""
-        if self._marked is None:
+    def save(self, sweep: Sweep, answer: dict, paths: Iterable[str]) -> None:
+        """Save `answer` (JSON), the no-op of `sweep`, under the marked state; `paths`: files it
+        was read from."""
+        if self._marked is None or _reads_input_files(sweep):
             return
-        paths = sorted(map(str, paths))
+        paths = sorted({*map(str, paths), *_sources_outside_the_package()})
         entry = {"format": FORMAT, "state": self._marked, "paths": paths,
                  "files": list(map(list, fingerprint.files(paths))), "answer": answer}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry))
         os.replace(tmp, self.path)  # a reader sees the old entry or this one, never half of it
+
+
+def _registries():
+    from lab_assets.dr.datasets import DATASETS
+    from lab_assets.dr.methods import METHODS
+    from lab_assets.dr.metrics import METRICS
+
+    return DATASETS, METHODS, METRICS
+
+
+def _reads_input_files(sweep: Sweep) -> bool:
+    """A dataset or method whose version digests an input file's content (a `file` dataset): an
+    edit of that file changes nothing the state covers, so such a sweep is never answered here."""
+    datasets, methods, _ = _registries()
+    return any(datasets[d.dataset].fingerprint for d in sweep.data) or any(methods[m.method].fingerprint for m in sweep.methods)
+
+
+def _sources_outside_the_package() -> set[str]:
+    """Modules that registry entries name in `sources=` (part of their code versions) and that
+    live outside the package (a user's estimator module): checked like the answer's files."""
+    from lab_assets.core.registry import source_file
+
+    files = {source_file(m) for r in _registries() for name in r.names() for m in r[name].sources}
+    return {f for f in files if not Path(f).resolve().is_relative_to(fingerprint.PACKAGE)}
