@@ -8,7 +8,6 @@ study file, a flag).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -428,15 +427,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    code = _main(argv)
-    if argv is None:
-        # The program is ending: without this, the interpreter's last garbage collections walk
-        # every object Dagster and the libraries built (0.3-0.6 s of a no-op run; BENCHMARKS.md).
-        gc.freeze()
-    return code
+    if argv is None:  # the program (not a caller that goes on): no final collections
+        from lab_assets.core.fast_exit import skip_final_collections
 
-
-def _main(argv: list[str] | None) -> int:
+        skip_final_collections()
     args = parser().parse_args(argv)
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
