@@ -30,13 +30,14 @@ from run_all import LAB, ROOT, project  # noqa: E402
 
 # cells = data keys (seeds) x method keys (isomap's n_neighbors x n_components grid; n_neighbors
 # stays below the 60 points).
-SHAPES = {100: (10, 1), 1000: (100, 1), 2000: (100, 2), 10000: (100, 10)}
+SHAPES = {12: (4, 3, 1), 100: (10, 10, 1), 1000: (100, 10, 1), 2000: (100, 10, 2), 10000: (100, 10, 10)}
 
 
 def sweep_text(cells: int) -> str:
-    seeds, components = SHAPES[cells]
+    seeds, neighbors, components = SHAPES[cells]
     return (f"name: scaling\ndata:\n  swissroll: {{n_samples: 60, noise: 0.05}}\nseeds: {list(range(seeds))}\n"
-            f"methods:\n  isomap: {{n_neighbors: {list(range(5, 15))}, n_components: {list(range(1, components + 1))}}}\n"
+            f"methods:\n  isomap: {{n_neighbors: {list(range(5, 5 + neighbors))}, "
+            f"n_components: {list(range(1, components + 1))}}}\n"
             "metrics:\n  trustworthiness: {k: [5]}\n")
 
 
