@@ -5,8 +5,8 @@ metric), where only the platform costs. For each size, from an empty project:
 - run: `lab sweep run` (2 workers), wall per cell end to end, and peak memory of the command's
   own process and of its tree (sizes up to --run-up-to only: 10,000 real runs take too long on
   2 cores);
-- no-op: `lab sweep run` again with nothing to do, as a whole process: the full path (the saved
-  no-op answer removed first, as on the first re-run after a change), the saved answer
+- no-op: `lab sweep run` again with nothing to do, as a whole process: the first re-run (the
+  answer the run saved), the full path (the saved answer removed first), the saved answer
   (runner/noop_cache.py), and, with --baseline, the full path of another checkout's code
   (e.g. `git archive <commit> | tar -x -C DIR`), interleaved, REPEATS times each.
 
@@ -59,6 +59,7 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> 
         out["run_peak_root_gib"], out["run_peak_tree_gib"] = r.peak_root_gib, r.peak_rss_gib
         cache = folder / ".lab" / "cache"
         noop = [*LAB, "sweep", "run", file, "--quiet"]
+        out["noop_first_s"] = measure.run(noop, env, folder).seconds  # answered from what the run saved
         full, saved, base = [], [], []
         for _ in range(repeats):
             for entry in cache.glob("noop-*.json"):
