@@ -2,10 +2,11 @@
 
 Re-running a sweep whose every partition is fresh used to cost the whole of a run's fixed costs
 (importing Dagster and the definitions, the instance, registering, one stale-status resolution
-per cell: 2.2 s at 12 cells, 9 s at 1,000). When a `lab sweep run` finds nothing to do, it saves
-its answer here under a *state*: a digest of everything the answer was derived from. The next
-`lab sweep run` of the same file computes the state again (stat calls and three SQLite
-aggregates, no Dagster) and, if it is equal, prints the saved answer.
+per cell: 2.2 s at 12 cells, 9 s at 1,000). When a `lab sweep run` finds nothing to do, or has
+just made everything fresh (planned again after its runs), it saves what a no-op prints here
+under a *state*: a digest of everything that answer was derived from, taken before the plan it
+came from. The next `lab sweep run` of the same file computes the state again (stat calls and
+three SQLite aggregates, no Dagster) and, if it is equal, prints the saved answer.
 
 The state covers what decides freshness (and what the answer prints):
 - the sweep file's content (as parsed) and the terminal width of the printed tables;
