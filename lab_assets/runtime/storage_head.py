@@ -13,6 +13,7 @@ lab_assets_tests/test_dagster_guards.py.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import yaml
@@ -50,7 +51,7 @@ def head(dagster_home: Path) -> tuple | None:
     try:
         # Not read-only (`mode=ro`): a WAL database is read through its shared-memory file, which
         # a reader may need to create. Nothing is written.
-        with sqlite3.connect(path, timeout=30) as conn:
+        with closing(sqlite3.connect(path, timeout=30)) as conn:
             return tuple(tuple(conn.execute(q).fetchone()) for q in QUERIES)
     except sqlite3.Error:
         return None
