@@ -18,12 +18,13 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 @dataclass
 class Measured:
     seconds: float
-    peak_rss_gib: float
+    peak_rss_gib: float  # the whole process tree
     stdout: str
+    peak_root_gib: float = 0.0  # the command's own process (the orchestrating one)
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and all its descendants."""
+def tree_rss(root: int) -> tuple[int, int]:
+    """Resident bytes of `root` alone, and of `root` and all its descendants."""
     parent, rss = {}, {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -39,7 +40,7 @@ def tree_rss(root: int) -> int:
         children = [p for p, pp in parent.items() if pp in frontier and p not in tree]
         tree.update(children)
         frontier = children
-    return sum(rss.get(p, 0) for p in tree)
+    return rss.get(root, 0), sum(rss.get(p, 0) for p in tree)
 
 
 def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 1800) -> Measured:
@@ -49,9 +50,10 @@ def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 1800) -> Measured
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, text=True)
-        peak = 0
+        peak = peak_root = 0
         while proc.poll() is None:
-            peak = max(peak, tree_rss(proc.pid))
+            own, total = tree_rss(proc.pid)
+            peak, peak_root = max(peak, total), max(peak_root, own)
             if time.perf_counter() - start > timeout:
                 proc.kill()
                 raise TimeoutError(f"{' '.join(cmd)}: over {timeout:.0f} s")
@@ -61,4 +63,4 @@ def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 1800) -> Measured
         err.seek(0)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read()[-3000:]}")
-        return Measured(seconds, peak / 2**30, out.read())
+        return Measured(seconds, peak / 2**30, out.read(), peak_root / 2**30)

@@ -153,6 +153,36 @@ def test_event_log_storage_hooks_are_called(tmp_path, monkeypatch):
               "asset_keys.last_materialization is a serialized EventLogRecord ending in `\"storage_id\": N}`")
 
 
+def test_storage_head_moves_with_every_change_the_stale_status_resolver_reads(tmp_path):
+    """runtime/storage_head.py reads Dagster's SQLite schema without Dagster (the no-op cache)."""
+    from lab_assets.runtime import instance as lab_instance
+    from lab_assets.runtime.storage_head import head
+
+    symbol = "the consolidated SQLite event log's file and tables (event_log.db: event_logs, asset_keys, dynamic_partitions)"
+    (tmp_path / "dagster.yaml").write_text(lab_instance.instance_yaml("telemetry:\n  enabled: false\n", tmp_path))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("guard_dynamic", ["x"])
+        heads = [head(tmp_path)]
+        guard(heads[0] is not None, symbol, f"the instance's events are in {tmp_path}/event_log.db")
+
+        def changed(what: str) -> None:
+            heads.append(head(tmp_path))
+            guard(heads[-1] != heads[-2], symbol, f"the head changes when {what}")
+
+        instance.report_runless_asset_event(dg.AssetMaterialization("guard_asset", partition="a"))
+        changed("an event is stored")
+        instance.report_runless_asset_event(dg.AssetMaterialization("guard_asset", partition="b"))
+        changed("another event is stored")
+        instance.add_dynamic_partitions("guard_dynamic", ["y"])
+        changed("a dynamic partition is added")
+        instance.delete_dynamic_partition("guard_dynamic", "y")
+        changed("a dynamic partition is deleted")
+        instance.wipe_assets([dg.AssetKey("guard_asset")])
+        changed("an asset is wiped")
+    (tmp_path / "dagster.yaml").write_text("storage:\n  postgres:\n    postgres_url: postgresql://x/y\n")
+    guard(head(tmp_path) is None, symbol, "an instance with another storage has no head to read")
+
+
 def test_event_log_private_helpers_keep_their_signatures():
     from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
     from dagster._core.storage.runs import SqliteRunStorage

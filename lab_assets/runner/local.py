@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import cache
 
+from lab_assets.core.fast_exit import skip_final_collections
 from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
@@ -85,6 +86,7 @@ def _worker_sigint(signum, frame) -> None:
 
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, _worker_sigint)
+    skip_final_collections()  # the pool's shutdown waits for every worker to end
 
 
 def default_workers() -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+
 from lab_assets.defs.plan import SweepPlan, make_plan
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
@@ -23,11 +25,16 @@ def register_and_plan(sweep: Sweep) -> SweepPlan:
     return plan(sweep)
 
 
-def run_sweep(sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None) -> Result:
+def run_sweep(sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
+              registered: Callable[[], None] | None = None) -> Result:
     """Materialize the sweep's missing or stale partitions: on `workers` local processes (default
-    one per core), or through the webserver at `submit`."""
+    one per core), or through the webserver at `submit`. `registered` is called once the sweep is
+    registered, before it is planned (`noop_cache.NoopCache.mark`)."""
     start = time.perf_counter()
-    before = register_and_plan(sweep)
+    register(get_instance(), sweep)
+    if registered is not None:
+        registered()
+    before = plan(sweep)
     # Planned again after the datasets ran: one plan is a stale-status query per cell (~15 ms).
     work = sweep_work(before, recheck=lambda: plan(sweep))
     target = Webserver(submit) if submit else LocalWorkers(min(workers or default_workers(), len(before.pending_cells())))

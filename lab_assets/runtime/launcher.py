@@ -21,27 +21,22 @@ import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 
 import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
+from lab_assets.core.fast_exit import skip_final_collections
+from lab_assets.core.fingerprint import package_sources as code_fingerprint
 from lab_assets.core.threads import SINGLE_THREADED
 
 WORKER_PID_TAG = keys.tag("worker_pid")
 
 
-def code_fingerprint() -> tuple:
-    """(path, mtime, size) of every source file of the package: what a warm worker has imported
-    and a fresh process would import anew."""
-    root = Path(__file__).resolve().parents[1]  # lab_assets/, not only runtime/
-    return tuple(sorted((str(p), s.st_mtime_ns, s.st_size) for p in root.rglob("*.py") if (s := p.stat())))
-
-
 def _worker_init(env: dict[str, str]) -> None:
     os.environ.update(env)
+    skip_final_collections()  # retiring a worker waits for it to end
 
 
 def _execute(run_id: str) -> None:

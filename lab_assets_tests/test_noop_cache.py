@@ -1,0 +1,91 @@
+"""A no-op `lab sweep run` answered from the saved answer (lab_assets/runner/noop_cache.py) must
+never call a cell fresh that a full run would recompute: after each change (a method's source, a
+metric added to the sweep, a materialization record deleted) the next run recomputes exactly the
+affected cells, with an answer saved (by the run before) just before the change. `lab` runs from
+a copy of the package, so its source can be edited."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import dagster as dg
+
+from lab_assets.defs.jobs import CELLS, job_name
+from lab_assets_tests.conftest import REPO
+
+
+def lab_in(folder, *args) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(folder / "pkg")}  # the copied package, not the checkout's
+    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args, "--workers", "1", "--json"],
+                         cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def run(folder) -> dict:
+    return lab_in(folder, "sweep", "run", "sweeps/tiny.yaml")
+
+
+def saved(folder) -> dict:
+    [entry] = (folder / ".lab" / "cache").glob("noop-*.json")
+    return json.loads(entry.read_text())
+
+
+def answered_from_saved(folder) -> None:
+    """The last run saved its answer, and the next run prints it (marked here to tell it apart)."""
+    [path] = (folder / ".lab" / "cache").glob("noop-*.json")
+    entry = json.loads(path.read_text())
+    entry["answer"]["report"] = "from the saved answer"
+    path.write_text(json.dumps(entry))
+    out = run(folder)
+    assert out["report"] == "from the saved answer"
+    assert out["materialized"]["cells"] == 0 and out["fresh"]["cells"] == out["before"]["fresh"] == 4
+
+
+def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
+    shutil.copytree(REPO / "lab_assets", lab / "pkg" / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    assert run(lab)["materialized"]["cells"] == 4
+    answered_from_saved(lab)  # saved by the run, after planning again
+    for path in (lab / ".lab" / "cache").glob("noop-*.json"):
+        path.unlink()
+    full = run(lab)
+    assert full["materialized"]["cells"] == 0 and full["report"] != "from the saved answer"
+    answered_from_saved(lab)  # saved by the no-op
+
+    # A method's code: its cells' code version changes (the package's sources are fingerprinted).
+    isomap = lab / "pkg" / "lab_assets" / "dr" / "methods" / "isomap.py"
+    isomap.write_text(isomap.read_text() + "\n# an edit\n")
+    out = run(lab)
+    assert out["materialized"]["cells"] == 2 and out["before"]["stale"] == 2
+    answered_from_saved(lab)
+
+    # A metric added to the sweep: every cell's metrics are stale.
+    sweep = lab / "sweeps" / "tiny.yaml"
+    sweep.write_text(sweep.read_text() + "  continuity: {k: [5]}\n")
+    out = run(lab)
+    assert out["materialized"]["cells"] == 4 and out["before"]["stale"] == 4
+    answered_from_saved(lab)
+
+    # A materialization record deleted (the latest cell run, with its events): that cell is recomputed.
+    with dg.DagsterInstance.get() as instance:  # the `lab` fixture's DAGSTER_HOME
+        [cell_run] = instance.get_run_records(dg.RunsFilter(job_name=job_name(CELLS)), limit=1)
+        instance.delete_run(cell_run.dagster_run.run_id)
+    out = run(lab)
+    assert out["materialized"]["cells"] == 1 and out["before"]["fresh"] == 3
+    answered_from_saved(lab)
+
+
+def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab):
+    """A `file` dataset's version digests the file's content, which no fingerprint covers."""
+    rows = "\n".join(f"{i},{i * i % 7},{i % 5}" for i in range(40))
+    (lab / "points.csv").write_text("a,b,c\n" + rows + "\n")
+    (lab / "sweeps" / "tiny.yaml").write_text("name: tiny\ndata:\n  file: {path: points.csv}\nseeds: [0]\n"
+                                              "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n")
+    (lab / "pkg").symlink_to(REPO)  # `lab_in` runs this checkout's package here
+    assert run(lab)["materialized"]["cells"] == 1
+    assert run(lab)["fresh"]["cells"] == 1
+    assert not list((lab / ".lab" / "cache").glob("noop-*.json"))
+    (lab / "points.csv").write_text("a,b,c\n" + rows.replace("3,", "4,") + "\n")
+    assert run(lab)["materialized"]["cells"] == 1
