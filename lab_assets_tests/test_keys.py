@@ -1,12 +1,12 @@
-"""core/keys.py, the one codec of two-part partition key strings, and its agreement with
-Dagster's `MultiPartitionKey` (defs/partitions.py)."""
+"""core/keys.py, the one codec of data/method keys and two-part partition key strings, and its
+agreement with Dagster's `MultiPartitionKey` (defs/partitions.py: training trials)."""
 
 import dagster as dg
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from lab_assets.core import keys
-from lab_assets.defs.partitions import CELL, TRIAL_CELL, cell_key, multi_key, trial_cell_key
+from lab_assets.defs.partitions import TRIAL_CELL, multi_key, trial_cell_key
 
 # Key parts as the package makes them (`pca-1a2b3c`, `swissroll-d0c7b7~s0`, `tiny-e001-9f8e7d`),
 # plus any other printable text without the separator.
@@ -24,13 +24,11 @@ def test_make_parse_make_is_the_identity(first, second):
 
 @given(PARTS, PARTS)
 def test_codec_agrees_with_dagsters_multi_partition_keys(first, second):
-    assert str(cell_key(first, second)) == keys.cell_key(first, second)
-    assert cell_key(first, second).keys_by_dimension == {"data": first, "method": second}
+    assert str(trial_cell_key(first, second)) == keys.cell_key(first, second)
     assert trial_cell_key(first, second).keys_by_dimension == {"corpus": first, "trial": second}
-    for partitions_def in (CELL, TRIAL_CELL):
-        assert multi_key(partitions_def, keys.cell_key(first, second)) == dg.MultiPartitionKey(
-            dict(zip([d.name for d in partitions_def.partitions_defs], (first, second)))
-        )
+    assert multi_key(TRIAL_CELL, keys.cell_key(first, second)) == dg.MultiPartitionKey(
+        dict(zip([d.name for d in TRIAL_CELL.partitions_defs], (first, second)))
+    )
 
 
 def test_keys_with_dashes_tildes_and_digits():

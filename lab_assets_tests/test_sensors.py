@@ -5,6 +5,7 @@ import time
 
 import dagster as dg
 
+from lab_assets.core import keys
 from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
 from lab_assets.runner.sweeps import run_sweep
@@ -24,8 +25,7 @@ def test_registry_registers_new_and_edited_sweeps_once(lab):
     first = evaluate(sweep_registry)
     assert first.skip_reason.skip_message == "registered tiny.yaml"
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
-    assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
+    assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
     again = evaluate(sweep_registry, first.cursor)  # nothing changed: nothing to do
@@ -34,7 +34,7 @@ def test_registry_registers_new_and_edited_sweeps_once(lab):
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
     evaluate(sweep_registry, first.cursor)
-    assert len(inst.get_dynamic_partitions("method")) == 3  # the new key, old ones kept
+    assert len(inst.get_dynamic_partitions("cell")) == 6  # the new method's cells, old ones kept
 
     (lab / "sweeps" / "broken.yaml").write_text("name: broken\ndata: {nope: {}}\nmethods: {pca: {}}\n")
     result = evaluate(sweep_registry, first.cursor)  # a broken file is logged, the rest still works
@@ -62,10 +62,9 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     [request] = result.run_requests
     assert request.tags[SWEEP_TAG] == "tiny"
     parts = requested_partitions(request)
-    cells = [dg.MultiPartitionKey({"data": d, "method": m}) for d, m in sweep.cells]
+    cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     expected = (
-        {(asset, d.key) for asset in ("raw_dataset", "dataset") for d in sweep.data}
-        | {(asset, cell) for asset in ("embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
+        {(asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
         | {("metric_table", None), ("report", "tiny")}
     )
     assert parts == expected  # exactly: a superset (other sweeps' cells, `model` of PCA) fails
@@ -88,6 +87,6 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
     parts = requested_partitions(request)
-    metrics = {partition.keys_by_dimension["method"] for asset, partition in parts if asset == "metrics"}
+    metrics = {keys.parse_cell_key(partition)[1] for asset, partition in parts if asset == "metrics"}
     assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
     assert not any(asset == "dataset" for asset, _ in parts)

@@ -27,9 +27,9 @@ def test_ui_serves_partitions_and_materializes_one(lab):
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
         assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
 
-        dims = graphql(port, PARTITIONS)["assetNodeOrError"]["partitionKeysByDimension"]
-        by_dimension = {d["name"]: sorted(d["partitionKeys"]) for d in dims}
-        assert by_dimension == {"data": sorted(d.key for d in sweep.data), "method": sorted(m.key for m in sweep.methods)}
+        # One `cell` dimension: exactly the sweep's cells, no cross product of its keys.
+        (dim,) = graphql(port, PARTITIONS)["assetNodeOrError"]["partitionKeysByDimension"]
+        assert sorted(dim["partitionKeys"]) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
 
         cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
         params = {"partitionNames": [cell], "assetSelection": [{"path": ["embedding"]}, {"path": ["metrics"]}]}
@@ -53,13 +53,13 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     with lab_ui(lab) as port:
         result = run_sweep(sweep, submit=f"http://127.0.0.1:{port}")
     assert not result.failed, [o.why for o in result.failed]
-    assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
+    assert result.count("datasets") == 4 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()
     for outcome in result.of("materialized"):
         run = inst.get_run_by_id(outcome.run_id)
         is_gpu_cell = outcome.job == "cells" and "|pca-" in outcome.partition
         assert (run.tags.get(GPU_TAG) == "true") == is_gpu_cell, outcome
         if outcome.job == "cells":
-            assert keys.cell_key(run.tags["dagster/partition/data"], run.tags["dagster/partition/method"]) == outcome.partition
+            assert run.tags["dagster/partition"] == outcome.partition
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
     assert {r.asset_materialization.partition for r in records} == {keys.cell_key(d, m) for d, m in sweep.cells}

@@ -18,7 +18,7 @@ DATASETS, CELLS, METRIC_TABLE, REPORT, CORPUS, TRIAL = "datasets", "cells", "met
 # What one run of a kind materializes, in words ("its dataset failed").
 WHAT = {DATASETS: "dataset", CELLS: "cell", METRIC_TABLE: "metric table", REPORT: "report", CORPUS: "corpus", TRIAL: "trial"}
 PARTITIONS: dict[str, dg.PartitionsDefinition | None] = {
-    DATASETS: partitions.DATA, CELLS: partitions.CELL, METRIC_TABLE: None, REPORT: partitions.SWEEP,
+    DATASETS: partitions.CELL, CELLS: partitions.CELL, METRIC_TABLE: None, REPORT: partitions.SWEEP,
     CORPUS: partitions.CORPUS, TRIAL: partitions.TRIAL_CELL,
 }
 
