@@ -51,7 +51,7 @@ def test_asset_graph_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table",
-                    "report", "corpus", "gpt_model", "study_ledger"}
+                    "report", "sweep", "corpus", "gpt_model", "study_ledger"}
 
     def parents(asset):
         return {k.to_user_string() for k in graph.get(dg.AssetKey(asset)).parent_keys}

@@ -8,9 +8,9 @@ import dagster as dg
 from lab_assets.core import keys
 from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.defs.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
+from lab_assets.defs.sensors import SWEEP_TAG, sweep_launches, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runtime.backfills import requested_partitions
 
@@ -35,6 +35,11 @@ def test_registry_registers_new_and_edited_sweeps_once(lab):
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
     evaluate(sweep_registry, first.cursor)
     assert len(inst.get_dynamic_partitions("cell")) == 6  # the new method's cells, old ones kept
+    # An edit that takes cells out of the sweep takes them out of the UI (no other sweep declares them).
+    path.write_text(path.read_text().replace("n_neighbors: [12, 20]", "n_neighbors: 20"))
+    evaluate(sweep_registry, first.cursor)
+    edited = load_sweep(path)
+    assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in edited.cells)
 
     (lab / "sweeps" / "broken.yaml").write_text("name: broken\ndata: {nope: {}}\nmethods: {pca: {}}\n")
     result = evaluate(sweep_registry, first.cursor)  # a broken file is logged, the rest still works
@@ -90,3 +95,37 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     metrics = {keys.parse_cell_key(partition)[1] for asset, partition in parts if asset == "metrics"}
     assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
     assert not any(asset == "dataset" for asset, _ in parts)
+
+
+def _launch_from_the_ui(name: str) -> dg.AssetMaterialization:
+    """What the UI's Materialize on `sweep[<name>]` runs."""
+    result = defs.resolve_job_def("materialize_sweep").execute_in_process(instance=get_instance(), partition_key=name)
+    (event,) = result.asset_materializations_for_node("sweep")
+    return event
+
+
+def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
+    tiny = load_sweep(lab / "sweeps" / "tiny.yaml")
+    other_path = lab / "sweeps" / "other.yaml"
+    other_path.write_text((lab / "sweeps" / "tiny.yaml").read_text().replace("name: tiny", "name: other")
+                          .replace("n_neighbors: 12", "n_neighbors: 7"))
+    other = load_sweep(other_path)
+    run_sweep(other, workers=1)  # the other sweep shares tiny's data and pca cells
+    register_and_plan(tiny)
+    shared = {keys.cell_key(d, m) for d, m in set(tiny.cells) & set(other.cells)}
+    pending = sorted(keys.cell_key(d, m) for d, m in tiny.cells if keys.cell_key(d, m) not in shared)
+    assert len(shared) == 2 and len(pending) == 2
+
+    event = _launch_from_the_ui("tiny")
+    meta = {k: v.value for k, v in event.metadata.items()}
+    rows = [line for line in meta["cells"].splitlines() if "|" in line][2:]  # the Markdown table's cells
+    assert meta["cell_count"] == len(rows) == 4 and all(keys.cell_key(d, m) in meta["cells"] for d, m in tiny.cells)
+
+    [request] = evaluate(sweep_launches).run_requests
+    assert request.tags[SWEEP_TAG] == "tiny"
+    assert requested_partitions(request) == (
+        {(asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in pending}
+        | {("metric_table", None), ("report", "tiny")}
+    )  # exactly: not the shared fresh cells, nothing of `other`
+    cursor = evaluate(sweep_launches).cursor
+    assert evaluate(sweep_launches, cursor).run_requests == []  # a launch is answered once
