@@ -16,20 +16,22 @@ from lab_assets.runtime.backfills import requested_partitions
 
 
 def evaluate(sensor, cursor=None):
+    """As the daemon evaluates it: `evaluate_tick` validates the requests (a backfill request
+    needs the sensor's `asset_selection`), which calling the function directly skips."""
     context = dg.build_sensor_context(instance=get_instance(), cursor=cursor, repository_def=defs.get_repository_def())
-    return sensor(context)
+    return sensor.evaluate_tick(context)
 
 
 def test_registry_registers_new_and_edited_sweeps_once(lab):
     inst = get_instance()
     first = evaluate(sweep_registry)
-    assert first.skip_reason.skip_message == "registered tiny.yaml"
+    assert first.skip_message == "registered tiny.yaml"
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
     again = evaluate(sweep_registry, first.cursor)  # nothing changed: nothing to do
-    assert again.skip_reason.skip_message == "no new or edited sweep file"
+    assert again.skip_message == "no new or edited sweep file"
 
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
@@ -119,7 +121,10 @@ def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
     event = _launch_from_the_ui("tiny")
     meta = {k: v.value for k, v in event.metadata.items()}
     rows = [line for line in meta["cells"].splitlines() if "|" in line][2:]  # the Markdown table's cells
-    assert meta["cell_count"] == len(rows) == 4 and all(keys.cell_key(d, m) in meta["cells"] for d, m in tiny.cells)
+    assert meta["cell_count"] == len(rows) == 4
+    # One row per cell, its key's "|" escaped so that it stays one Markdown column, then its labels.
+    assert [r.split(" | ")[0].strip("| ").replace("\\|", "|") for r in rows] == [keys.cell_key(d, m) for d, m in tiny.cells]
+    assert all(r.count(" | ") == 2 for r in rows) and "swissroll seed=0" in rows[0] and "isomap" in rows[1]
 
     [request] = evaluate(sweep_launches).run_requests
     assert request.tags[SWEEP_TAG] == "tiny"

@@ -58,6 +58,12 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
+# What the sweep sensors may request: Dagster validates a sensor's backfill requests against its
+# `asset_selection` when the daemon evaluates it (a sensor without one fails every tick that
+# requests a backfill; calling the function directly, as a unit test might, skips that check).
+SWEEP_ASSETS = dg.AssetSelection.assets("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report")
+
+
 def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> list[dg.RunRequest]:
     """One backfill of the sweep's missing or stale partitions (nothing when all is fresh, or
     while its previous backfill still runs)."""
@@ -74,7 +80,7 @@ def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> li
     return backfill
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING, asset_selection=SWEEP_ASSETS)
 def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """At each sweep's cron tick, requests one backfill of its missing or stale partitions."""
     last_tick: dict[str, float] = json.loads(context.cursor or "{}")
@@ -104,7 +110,7 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 FIRST_LOOK_SECONDS = 600
 
 
-@dg.sensor(minimum_interval_seconds=5, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(minimum_interval_seconds=5, default_status=dg.DefaultSensorStatus.RUNNING, asset_selection=SWEEP_ASSETS)
 def sweep_launches(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """Answers each new materialization of `sweep[<name>]` with one backfill of that sweep's
     missing or stale partitions."""

@@ -25,7 +25,8 @@ def sweep(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     labels = s.labels
     data = {d.key: d for d in s.data}
     cells = pd.DataFrame(
-        [{"cell": keys.cell_key(d, m), "data": f"{labels[data[d].config_key]} seed={data[d].seed}", "method": labels[m]}
+        # "|" would split the Markdown row: escaped in the cell key.
+        [{"cell": keys.cell_key(d, m).replace("|", "\\|"), "data": f"{labels[data[d].config_key]} seed={data[d].seed}", "method": labels[m]}
          for d, m in s.cells]
     )
     return dg.MaterializeResult(
