@@ -46,10 +46,6 @@ class SweepPlan:
     def __post_init__(self) -> None:
         self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, FRESH)}
 
-    def pending_data(self) -> list[str]:
-        """The data keys with a missing or stale dataset partition in some cell."""
-        return list(dict.fromkeys(d for d, _ in self.pending_datasets))
-
     def pending_cells(self) -> list[CellPlan]:
         return [c for c in self.cells if c.status != FRESH]
 
