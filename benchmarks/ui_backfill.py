@@ -1,7 +1,7 @@
 """The UI's path: a real `lab ui` (dagster dev: webserver + daemon) on a free port, and the
 sweep launched the way the UI's "Materialize" dialog launches it: one `launchPartitionBackfill`
-over the sweep's partitions of every asset it needs. The daemon orders the runs (datasets before
-their cells, the table and report last) and the queue caps them at `max_concurrent_runs`."""
+over the sweep's partitions of every asset it needs. The daemon orders the runs (each cell's
+dataset before the cell, the table and report last) and the queue caps them at `max_concurrent_runs`."""
 
 from __future__ import annotations
 
@@ -19,12 +19,10 @@ LAUNCH = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(b
   __typename ... on LaunchBackfillSuccess { backfillId } ... on Error { message } } }"""
 STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
   ... on PartitionBackfill { status } ... on Error { message } } }"""
-# What the UI's partitions view of a data x method asset asks for.
+# What the UI's partitions view of a cell-partitioned asset asks for.
 PARTITION_VIEW = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
   partitionKeysByDimension { name partitionKeys }
-  assetPartitionStatuses { ... on MultiPartitionStatuses { primaryDimensionName ranges {
-    primaryDimStartKey primaryDimEndKey
-    secondaryDim { ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } } } } } }"""
+  assetPartitionStatuses { ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } } }"""
 RUNNING = {"REQUESTED", "CANCELING", "FAILING"}
 SUCCESS = {"COMPLETED", "COMPLETED_SUCCESS"}
 
@@ -60,11 +58,10 @@ def _ranges(keys: list[str]) -> dict:
 
 def backfill(port: int, sweep, timeout: float = 3600) -> float:
     """Seconds from launching one backfill of the whole sweep to its terminal status."""
-    data = [d.key for d in sweep.data]
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     by_asset = [
-        {"assetKey": {"path": ["raw_dataset"]}, "partitions": _ranges(data)},
-        {"assetKey": {"path": ["dataset"]}, "partitions": _ranges(data)},
+        {"assetKey": {"path": ["raw_dataset"]}, "partitions": _ranges(cells)},
+        {"assetKey": {"path": ["dataset"]}, "partitions": _ranges(cells)},
         {"assetKey": {"path": ["embedding"]}, "partitions": _ranges(cells)},
         {"assetKey": {"path": ["metrics"]}, "partitions": _ranges(cells)},
         {"assetKey": {"path": ["metric_table"]}},
@@ -92,11 +89,4 @@ def partition_view_seconds(port: int, asset: str = "embedding") -> tuple[float, 
     start = time.perf_counter()
     node = graphql(port, PARTITION_VIEW, {"path": [asset]})["assetNodeOrError"]
     seconds = time.perf_counter() - start
-    statuses = node["assetPartitionStatuses"]
-    primary = next(d["partitionKeys"] for d in node["partitionKeysByDimension"] if d["name"] == statuses["primaryDimensionName"])
-    done = sum(
-        (primary.index(r["primaryDimEndKey"]) - primary.index(r["primaryDimStartKey"]) + 1)
-        * len(r["secondaryDim"]["materializedPartitions"])
-        for r in statuses["ranges"]
-    )
-    return seconds, done
+    return seconds, len(node["assetPartitionStatuses"]["materializedPartitions"])

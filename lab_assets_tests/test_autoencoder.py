@@ -10,7 +10,7 @@ from lab_assets.core import checkpoints, keys, storage
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.defs.jobs import CELLS, job_name
-from lab_assets.defs.partitions import cell_key
+from lab_assets.core.keys import cell_key
 from lab_assets.runner.local import definitions
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS

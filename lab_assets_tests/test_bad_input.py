@@ -36,12 +36,11 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
     result = run_sweep(sweep, workers=1)
     assert not result.failed, result.failed
 
-    (data_key,) = [d.key for d in sweep.data]
-    meta = latest("dataset", data_key)
+    (cell,) = [keys.cell_key(d, m) for d, m in sweep.cells]
+    meta = latest("dataset", cell)  # a dataset is partitioned by the cell that reads it
     assert meta["constant_columns"].value == ["x3"]
     assert meta["duplicate_rows"].value == 10
 
-    (cell,) = [keys.cell_key(d, m) for d, m in sweep.cells]
     assert latest("embedding", cell)["n_components"].value == 1
     row = storage.read_parquet(storage.asset_path("metrics", cell)).iloc[0]
     assert 0 < row["trustworthiness@k=5"] <= 1  # a 1-d embedding is scored like any other

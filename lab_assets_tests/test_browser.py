@@ -1,18 +1,19 @@
 """The newcomer's path through the Dagster UI, in a real browser (Debian's Chromium driven by
-Playwright; no browser download): open the asset graph, materialize one partition of a sweep
-from the UI, and see the report's figure inline. Screenshots land in the test's temporary folder
+Playwright; no browser download): open the asset graph and a sweep's cells, launch the sweep's
+missing cells from the UI, see exactly those materialize, read the report's seed-aggregated
+summary and a cell's scatter plot. Screenshots land in the test's temporary folder
 (or $LAB_SCREENSHOTS); the README's docs/screenshots/ are refreshed only with
 LAB_UPDATE_SCREENSHOTS=1, so a test run never dirties the repository."""
 
 import os
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 import dagster as dg
-from lab_assets.core import keys
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, require_tool, wait_for
@@ -53,19 +54,38 @@ def test_screenshots_go_to_the_repository_only_when_asked(tmp_path):
     assert screenshots_dir(tmp_path, {"LAB_UPDATE_SCREENSHOTS": "1", "LAB_SCREENSHOTS": "/x/y"}) == docs
 
 
-def embedding_count(partition: str) -> int:
-    records = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=1000).records
-    return sum(r.asset_materialization.partition == partition for r in records)
+def materialized(asset: str) -> list[str]:
+    records = get_instance().fetch_materializations(dg.AssetKey(asset), limit=1000).records
+    return [r.asset_materialization.partition for r in records]
 
 
-def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser, tmp_path):
+def show_markdown(page, entry: str):
+    """Open a metadata entry's [Show Markdown] dialog (the entry's own row: others come first)."""
+    row = page.locator("tr").filter(has=page.get_by_text(entry, exact=True)).first
+    row.scroll_into_view_if_needed()
+    row.get_by_text("[Show Markdown]").click()
+    page.get_by_role("dialog").last.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)  # the dialog fades in: a screenshot earlier catches it half drawn
+
+
+def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, browser, tmp_path):
     shots = screenshots_dir(tmp_path)
     tracked = {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")}
     shots.mkdir(parents=True, exist_ok=True)
-    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
-    data, method = sweep.data[0].key, sweep.methods[0].key
-    before = embedding_count(keys.cell_key(data, method))
+    path = lab / "sweeps" / "tiny.yaml"
+    run_sweep(load_sweep(path), workers=1)
+    # A second configuration of PCA makes two of the sweep's cells missing; another sweep (the
+    # same methods and metrics on other data), registered and never run, has missing cells that
+    # the launch must leave alone.
+    text = path.read_text()
+    path.write_text(text.replace("pca: {}", "pca: {whiten: [false, true]}"))
+    sweep = load_sweep(path)
+    other = lab / "sweeps" / "other.yaml"
+    other.write_text(text.replace("name: tiny", "name: other").replace("gaussian_blobs:", "torus: {n_samples: 150}\n  #"))
+    register_and_plan(load_sweep(other))
+    missing = {c.partition for c in register_and_plan(sweep).pending_cells()}
+    assert len(missing) == 2
+    before = materialized("embedding")
 
     with lab_ui(lab) as port:
         base = f"http://127.0.0.1:{port}"
@@ -76,44 +96,58 @@ def test_newcomer_materializes_a_partition_and_sees_the_report(lab, browser, tmp
             page.get_by_role("button", name="Skip").click(timeout=10_000)
         except Exception:  # noqa: BLE001 - absent once dismissed
             pass
-        for group in ("datasets", "experiments", "reports", "specs"):
+        for group in ("datasets", "experiments", "reports", "specs", "sweeps"):
             page.get_by_text(group, exact=True).first.wait_for(timeout=30_000)
         page.screenshot(path=str(shots / "asset_graph.png"))
 
-        # Materialize one (data, method) partition of `embedding` from its asset page.
-        page.goto(f"{base}/assets/embedding", wait_until="networkidle", timeout=60_000)
-        page.get_by_role("button", name="Materialize").first.click()
-        # Dagster warns that the upstream `model` was never materialized: true, and harmless,
-        # for methods without one (only trainable methods have a model).
-        page.get_by_text("have not been materialized yet").wait_for(timeout=30_000)
-        page.get_by_role("button", name="Confirm").click()
-        for key in (data, method):
-            page.get_by_text("Select a partition or create one").first.click()
-            page.get_by_text(key, exact=True).first.click()
-            page.keyboard.press("Escape")
-        launch = page.get_by_role("button", name="Launch 1 run")
-        launch.wait_for(timeout=30_000)
-        page.screenshot(path=str(shots / "launch_partition.png"))
-        launch.click()
-        wait_for(lambda: embedding_count(keys.cell_key(data, method)) > before, 240, "the UI-launched run")
-
+        # The sweep's cells: one partition per declared cell, keys that read as parameters.
         page.goto(f"{base}/assets/embedding?view=partitions", wait_until="networkidle", timeout=60_000)
         page.wait_for_timeout(2000)
         page.screenshot(path=str(shots / "partitions.png"))
 
-        # The report's figures are inline in its materialization metadata.
+        # Launch the sweep: Materialize its partition of the `sweep` asset.
+        page.goto(f"{base}/assets/sweep", wait_until="networkidle", timeout=60_000)
+        page.get_by_role("button", name="Materialize").first.click()
+        page.get_by_text("Select a partition or create one").first.click()
+        page.get_by_text("tiny", exact=True).first.click()
+        page.get_by_text("Launch runs to materialize sweep").click()  # closes the partition list
+        launch = page.get_by_role("button", name="Launch 1 run")
+        launch.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)  # the partition list fades out
+        page.screenshot(path=str(shots / "launch_sweep.png"))
+        launch.click()
+        wait_for(lambda: "tiny" in materialized("sweep"), 120, "the UI-launched run of sweep[tiny]")
+
+        # The sensor's backfill computes exactly the sweep's missing cells, then its report.
+        wait_for(lambda: materialized("report").count("tiny") > 1, 300, "the sweep's backfill, its report last")
+        new = [p for p in materialized("embedding")]
+        for p in before:
+            new.remove(p)
+        assert sorted(new) == sorted(missing)  # each once, nothing of demo, nothing fresh again
+
+        page.goto(f"{base}/assets/sweep?partition=tiny", wait_until="networkidle", timeout=60_000)
+        show_markdown(page, "cells")
+        page.get_by_text("whiten=true", exact=False).first.wait_for(timeout=30_000)
+        page.screenshot(path=str(shots / "sweep_cells.png"))
+        page.keyboard.press("Escape")
+
+        # The report: the seed-aggregated summary, then a cell's scatter plot.
         page.goto(f"{base}/assets/report", wait_until="networkidle", timeout=60_000)
-        # The `embeddings` entry's own [Show Markdown] (the summary and the table come first).
-        entry = page.locator("tr").filter(has=page.get_by_text("embeddings", exact=True)).first
-        entry.scroll_into_view_if_needed()
-        entry.get_by_text("[Show Markdown]").click()
+        show_markdown(page, "summary")
+        page.get_by_text("mean", exact=False).first.wait_for(timeout=30_000)
+        page.screenshot(path=str(shots / "report_summary.png"))
+        page.keyboard.press("Escape")
+
+        cell = sorted(missing)[0]
+        page.goto(f"{base}/assets/embedding?partition={quote(cell)}", wait_until="networkidle", timeout=60_000)
+        show_markdown(page, "scatter")
         figure = page.locator("img[src^='data:image/png']").first
         figure.wait_for(timeout=30_000)
-        assert figure.evaluate("img => img.naturalWidth") > 100  # a real, decoded image
-        page.screenshot(path=str(shots / "report_figure.png"))
+        assert figure.evaluate("img => img.naturalWidth") > 50  # a real, decoded image
+        page.screenshot(path=str(shots / "cell_scatter.png"))
     # lab_ui stopped `lab ui` and everything it started: nothing listens on the port.
     assert f":{port} " not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
-    names = ("asset_graph.png", "launch_partition.png", "partitions.png", "report_figure.png")
+    names = ("asset_graph.png", "partitions.png", "launch_sweep.png", "sweep_cells.png", "report_summary.png", "cell_scatter.png")
     assert all((shots / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
     if shots != REPO / "docs" / "screenshots":  # the tracked ones untouched
         assert {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")} == tracked

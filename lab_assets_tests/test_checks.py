@@ -11,7 +11,7 @@ from lab_assets.defs.jobs import CELLS, DATASETS, job_name
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.metrics import METRICS
-from lab_assets.defs.partitions import cell_key
+from lab_assets.core.keys import cell_key
 from lab_assets.dr.sweep import MetricConfig, load_sweep
 
 
@@ -55,14 +55,14 @@ def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypat
     register_and_plan(sweep)
     inst = get_instance()
     data = sweep.data[0].key
-    result = defs.resolve_job_def(job_name(DATASETS)).execute_in_process(instance=inst, partition_key=data)
+    key = cell_key(data, sweep.methods[0].key)  # a dataset is partitioned by cell
+    result = defs.resolve_job_def(job_name(DATASETS)).execute_in_process(instance=inst, partition_key=key)
     evaluations = result.get_asset_check_evaluations()
     assert sorted(e.check_name for e in evaluations) == sorted(checks.DATASET_CHECKS)
     assert all(e.passed for e in evaluations)
 
     # A metric whose value leaves its range fails the blocking check and so the run.
     monkeypatch.setitem(METRICS._entries, "lid", dataclasses.replace(METRICS["lid"], valid_range="(100, inf)"))
-    key = cell_key(data, sweep.methods[0].key)
     result = defs.resolve_job_def(job_name(CELLS)).execute_in_process(instance=inst, partition_key=key, raise_on_error=False)
     assert not result.success
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]

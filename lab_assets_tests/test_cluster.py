@@ -295,9 +295,9 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
 
     # Every run was its own process, from the Job dagster-k8s built, in a private folder, and the
-    # four cells ran at once.
+    # four cells ran at once. 10 runs: each cell's dataset partition, each cell, table, report.
     runs = sorted((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))
-    assert len(runs) == 8 and all((r / "exit_code").read_text() == "0" for r in runs)
+    assert len(runs) == 10 and all((r / "exit_code").read_text() == "0" for r in runs)
     jobs = [json.loads((r / "job.json").read_text()) for r in runs]
     containers = [j["spec"]["template"]["spec"]["containers"][0] for j in jobs]
     assert all(c["args"][:3] == ["dagster", "api", "execute_run"] for c in containers)

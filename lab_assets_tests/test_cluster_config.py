@@ -51,7 +51,7 @@ def test_cell_runs_carry_their_methods_resources(lab):
     assert config["container_config"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert tags[CELLS, keys.cell_key(sweep.data[0].key, umap)][GPU_TAG] == "true"
     assert tags[CELLS, keys.cell_key(sweep.data[0].key, pca)] == {}
-    assert tags[DATASETS, sweep.data[0].key] == {}
+    assert tags[DATASETS, keys.cell_key(sweep.data[0].key, umap)] == {}  # a GPU cell's dataset needs no GPU
 
 
 def _executor(value: str) -> subprocess.CompletedProcess:

@@ -1,12 +1,12 @@
-"""core/keys.py, the one codec of two-part partition key strings, and its agreement with
-Dagster's `MultiPartitionKey` (defs/partitions.py)."""
+"""core/keys.py, the one codec of data/method keys and two-part partition key strings, and its
+agreement with Dagster's `MultiPartitionKey` (defs/partitions.py: training trials)."""
 
 import dagster as dg
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from lab_assets.core import keys
-from lab_assets.defs.partitions import CELL, TRIAL_CELL, cell_key, multi_key, trial_cell_key
+from lab_assets.defs.partitions import TRIAL_CELL, multi_key, trial_cell_key
 
 # Key parts as the package makes them (`pca-1a2b3c`, `swissroll-d0c7b7~s0`, `tiny-e001-9f8e7d`),
 # plus any other printable text without the separator.
@@ -24,13 +24,11 @@ def test_make_parse_make_is_the_identity(first, second):
 
 @given(PARTS, PARTS)
 def test_codec_agrees_with_dagsters_multi_partition_keys(first, second):
-    assert str(cell_key(first, second)) == keys.cell_key(first, second)
-    assert cell_key(first, second).keys_by_dimension == {"data": first, "method": second}
+    assert str(trial_cell_key(first, second)) == keys.cell_key(first, second)
     assert trial_cell_key(first, second).keys_by_dimension == {"corpus": first, "trial": second}
-    for partitions_def in (CELL, TRIAL_CELL):
-        assert multi_key(partitions_def, keys.cell_key(first, second)) == dg.MultiPartitionKey(
-            dict(zip([d.name for d in partitions_def.partitions_defs], (first, second)))
-        )
+    assert multi_key(TRIAL_CELL, keys.cell_key(first, second)) == dg.MultiPartitionKey(
+        dict(zip([d.name for d in TRIAL_CELL.partitions_defs], (first, second)))
+    )
 
 
 def test_keys_with_dashes_tildes_and_digits():
@@ -84,3 +82,61 @@ def test_spaces_and_the_last_control_character_boundary():
 def test_parsing_a_non_string_is_a_key_error_not_a_crash(not_a_string):
     with pytest.raises(keys.BadKeyError, match="is not a two-part partition key"):
         keys.parse_cell_key(not_a_string)
+
+
+# Data and method keys: `<name>-<changed parameters>-<digest>` (readable stem, unique digest).
+NAMES = st.from_regex(r"\A[a-z][a-z0-9_]{0,15}\Z")
+DIGESTS = st.from_regex(r"\A[0-9a-f]{6}\Z")
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3), max_leaves=5,
+)
+PARAMS = st.dictionaries(st.from_regex(r"\A[a-z_]{1,12}\Z"), VALUES, max_size=6)
+
+
+@given(NAMES, PARAMS, DIGESTS, st.randoms())
+def test_a_config_key_is_a_safe_partition_key_part_whatever_the_parameters(name, params, digest, rnd):
+    key = keys.config_key(name, params, digest)
+    assert key.startswith(name) and key.endswith("-" + digest)
+    assert len(key) <= len(name) + keys.STEM_LENGTH + len(digest) + 2
+    assert not set(key) & set("/~|\\ ") and "..." not in key
+    assert keys.parse_cell_key(keys.cell_key(key, key)) == (key, key)
+    shuffled = list(params.items())
+    rnd.shuffle(shuffled)
+    assert keys.config_key(name, dict(shuffled), digest) == key  # dict order never matters
+
+
+@settings(max_examples=40, deadline=None)
+@given(NAMES, PARAMS, DIGESTS, st.integers(0, 2**31 - 1))
+def test_dagster_accepts_every_data_key_and_it_splits_back(name, params, digest, seed):
+    config = keys.config_key(name, params, digest)
+    key = keys.data_key(config, seed)
+    assert keys.split_data_key(key) == (config, seed)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("data", [key])
+    assert instance.get_dynamic_partitions("data") == [key]
+
+
+@pytest.mark.parametrize("bad", ["pca-1f7269", "~s0", "swissroll-03af35~s", "swissroll-03af35~sx"])
+def test_a_string_without_a_seed_is_not_a_data_key(bad):
+    with pytest.raises(keys.BadKeyError, match="is not a data key"):
+        keys.split_data_key(bad)
+
+
+def test_bundled_sweep_keys_show_the_parameters_a_person_changed_and_keep_their_digests():
+    from lab_assets.dr.sweep import load_sweep
+
+    demo, benchmark = load_sweep("sweeps/demo.yaml"), load_sweep("sweeps/dr_benchmark.yaml")
+    assert [d.key for d in demo.data if d.seed == 0] == [
+        "swissroll-n_samples=600-noise=0.05-03af35~s0",
+        "s_curve-n_samples=600-277fc1~s0",
+        "gaussian_blobs-centers=4-n_samples=600-362743~s0",
+    ]
+    # Defaults are not shown (isomap's n_neighbors=10 is its default); the digest is the one
+    # the key had before it had a stem, so it still tells configurations apart.
+    assert [m.key for m in demo.methods] == [
+        "pca-1f7269", "isomap-873b18", "tsne-max_iter=500-f6588e", "umap-5b2b03", "phate-73e697",
+        "autoencoder-epochs=40-lr=0.003-b15222",
+    ]
+    configs = {k for s in (demo, benchmark) for k in [*(d.config_key for d in s.data), *(m.key for m in s.methods)]}
+    assert len({k.rsplit("-", 1)[1] for k in configs}) == len(configs) == 14  # one digest per configuration

@@ -16,7 +16,7 @@ import dagster as dg
 from lab_assets.dr import keystore
 from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.jobs import CELLS
-from lab_assets.defs.partitions import cell_key
+from lab_assets.core.keys import cell_key
 from lab_assets.defs.work import Run
 from lab_assets.runner.local import definitions, execute_run
 from lab_assets.runner.run import MATERIALIZED
@@ -70,14 +70,14 @@ def test_tiny_sweep_end_to_end(lab):
     result = run_sweep(sweep, workers=1)
     elapsed = time.perf_counter() - started
     assert not result.failed and not result.skipped
-    assert result.count("datasets") == 2 and result.count("cells") == 4
+    # A dataset is partitioned by cell: each cell's dataset partition is one run.
+    assert result.count("datasets") == 4 and result.count("cells") == 4
 
     inst = get_instance()
-    assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
-    assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
+    assert set(inst.get_dynamic_partitions("cell")) == cells  # exactly the declared cells
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
-    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
     for asset in ("embedding", "metrics"):
         mats = materializations(asset)
         assert set(mats) == cells
@@ -92,8 +92,8 @@ def test_tiny_sweep_end_to_end(lab):
             assert meta["packages"] == {p: version(p) for p in meta["packages"]}, asset
             assert 0 < meta["wall_seconds"] < elapsed and 0 <= meta["compute_seconds"] < elapsed, asset
     for asset in ("raw_dataset", "dataset"):
-        assert set(materializations(asset)) == {d.key for d in sweep.data}
-    data_meta = materializations("dataset")[sweep.data[0].key].metadata
+        assert set(materializations(asset)) == cells
+    data_meta = materializations("dataset")[keys.cell_key(sweep.data[0].key, sweep.methods[0].key)].metadata
     assert data_meta["seed"].value == 0
     assert data_meta["config"].value == {"dataset": "swissroll", "n_samples": 150, "noise": 0.05}
     assert data_meta["train_rows"].value + data_meta["test_rows"].value == 150
@@ -120,7 +120,7 @@ def test_tiny_sweep_end_to_end(lab):
     assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 4}
     again = run_sweep(sweep, workers=1)
     assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
-    assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4 and again.count("report", FRESH) == 1
+    assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4  # datasets: per data key and again.count("report", FRESH) == 1
 
     # An uncommitted edit to a tracked file: a cell computed now records the same SHA, dirty.
     (lab / "sweeps" / "tiny.yaml").write_text((lab / "sweeps" / "tiny.yaml").read_text() + "# edited\n")
@@ -187,10 +187,12 @@ def test_a_bad_dataset_fails_alone(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)
     broken = next(d.key for d in sweep.data if d.dataset == "file")
-    assert [o.partition for o in result.failed] == [broken]
-    assert "1 of 60 rows have NaN/inf" in result.failed[0].why
-    assert result.failed[0].why.startswith("BadDataError: data ")  # the class named once
-    assert sorted(o.partition for o in result.skipped) == sorted(keys.cell_key(broken, m.key) for m in sweep.methods)
+    # A dataset is partitioned by cell: its run fails in each of its cells, whose cell runs are skipped.
+    broken_cells = sorted(keys.cell_key(broken, m.key) for m in sweep.methods)
+    assert sorted(o.partition for o in result.failed) == broken_cells
+    assert all("1 of 60 rows have NaN/inf" in o.why for o in result.failed)
+    assert all(o.why.startswith("BadDataError: data ") for o in result.failed)  # the class named once
+    assert sorted(o.partition for o in result.skipped) == broken_cells
     assert {o.why for o in result.skipped} == {"its dataset failed"}
     assert result.count("cells") == 4  # the other datasets' cells are untouched
     assert not storage.exists(storage.asset_path("raw_dataset", broken))

@@ -11,7 +11,8 @@ import pytest
 
 from lab_assets.core import keys
 from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
-from lab_assets.defs.partitions import cell_key, trial_cell_key
+from lab_assets.core.keys import cell_key
+from lab_assets.defs.partitions import trial_cell_key
 from lab_assets.defs.work import Fresh, Phase, Run, Work, requests
 from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run
 from lab_assets.runner.webserver import SubmitError, Webserver
@@ -158,12 +159,14 @@ def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab
 
     text = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
     assert text.returncode == 1
-    assert f"FAILED datasets {broken}: BadDataError: data " in text.stderr
+    # A dataset is partitioned by cell: its run fails in each of its cells.
+    assert all(f"FAILED datasets {cell}: BadDataError: data {broken}: " in text.stderr for cell in skipped)
     assert all(f"SKIPPED cells {cell}: its dataset failed" in text.stderr for cell in skipped)
-    assert "4 cells materialized, 0 already fresh, 1 failed" in text.stdout
+    assert f"4 cells materialized, 0 already fresh, {len(skipped)} failed" in text.stdout
 
     summary = json.loads(lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
-    assert [(o["job"], o["partition"], o["status"]) for o in summary["failed"]] == [("datasets", broken, "failed")]
+    assert sorted((o["job"], o["partition"], o["status"]) for o in summary["failed"]) == [
+        ("datasets", cell, "failed") for cell in skipped]
     assert sorted(o["partition"] for o in summary["skipped"]) == skipped
     assert {o["why"] for o in summary["skipped"]} == {"its dataset failed"}
     assert summary["materialized"]["cells"] == 0 and summary["fresh"]["cells"] == 4

@@ -5,36 +5,43 @@ import time
 
 import dagster as dg
 
+from lab_assets.core import keys
 from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.defs.sensors import SWEEP_TAG, sweep_registry, sweep_schedules
+from lab_assets.defs.sensors import SWEEP_TAG, sweep_launches, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runtime.backfills import requested_partitions
 
 
 def evaluate(sensor, cursor=None):
+    """As the daemon evaluates it: `evaluate_tick` validates the requests (a backfill request
+    needs the sensor's `asset_selection`), which calling the function directly skips."""
     context = dg.build_sensor_context(instance=get_instance(), cursor=cursor, repository_def=defs.get_repository_def())
-    return sensor(context)
+    return sensor.evaluate_tick(context)
 
 
 def test_registry_registers_new_and_edited_sweeps_once(lab):
     inst = get_instance()
     first = evaluate(sweep_registry)
-    assert first.skip_reason.skip_message == "registered tiny.yaml"
+    assert first.skip_message == "registered tiny.yaml"
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert sorted(inst.get_dynamic_partitions("data")) == sorted(d.key for d in sweep.data)
-    assert sorted(inst.get_dynamic_partitions("method")) == sorted(m.key for m in sweep.methods)
+    assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
     assert inst.get_dynamic_partitions("sweep") == ["tiny"]
 
     again = evaluate(sweep_registry, first.cursor)  # nothing changed: nothing to do
-    assert again.skip_reason.skip_message == "no new or edited sweep file"
+    assert again.skip_message == "no new or edited sweep file"
 
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: [12, 20]"))
     evaluate(sweep_registry, first.cursor)
-    assert len(inst.get_dynamic_partitions("method")) == 3  # the new key, old ones kept
+    assert len(inst.get_dynamic_partitions("cell")) == 6  # the new method's cells, old ones kept
+    # An edit that takes cells out of the sweep takes them out of the UI (no other sweep declares them).
+    path.write_text(path.read_text().replace("n_neighbors: [12, 20]", "n_neighbors: 20"))
+    evaluate(sweep_registry, first.cursor)
+    edited = load_sweep(path)
+    assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in edited.cells)
 
     (lab / "sweeps" / "broken.yaml").write_text("name: broken\ndata: {nope: {}}\nmethods: {pca: {}}\n")
     result = evaluate(sweep_registry, first.cursor)  # a broken file is logged, the rest still works
@@ -62,10 +69,9 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     [request] = result.run_requests
     assert request.tags[SWEEP_TAG] == "tiny"
     parts = requested_partitions(request)
-    cells = [dg.MultiPartitionKey({"data": d, "method": m}) for d, m in sweep.cells]
+    cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     expected = (
-        {(asset, d.key) for asset in ("raw_dataset", "dataset") for d in sweep.data}
-        | {(asset, cell) for asset in ("embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
+        {(asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
         | {("metric_table", None), ("report", "tiny")}
     )
     assert parts == expected  # exactly: a superset (other sweeps' cells, `model` of PCA) fails
@@ -88,7 +94,7 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
     parts = requested_partitions(request)
-    metrics = {partition.keys_by_dimension["method"] for asset, partition in parts if asset == "metrics"}
+    metrics = {keys.parse_cell_key(partition)[1] for asset, partition in parts if asset == "metrics"}
     assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
     assert not any(asset == "dataset" for asset, _ in parts)
 
@@ -124,3 +130,40 @@ def test_a_tick_while_the_sweeps_backfill_runs_is_skipped_and_the_next_one_is_no
     _submit_as_the_daemon_does(request, "othersweep", {SWEEP_TAG: "other"})
     [again] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
     assert requested_partitions(again) == requested_partitions(request)
+
+
+def _launch_from_the_ui(name: str) -> dg.AssetMaterialization:
+    """What the UI's Materialize on `sweep[<name>]` runs."""
+    result = defs.resolve_job_def("materialize_sweep").execute_in_process(instance=get_instance(), partition_key=name)
+    (event,) = result.asset_materializations_for_node("sweep")
+    return event
+
+
+def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
+    tiny = load_sweep(lab / "sweeps" / "tiny.yaml")
+    other_path = lab / "sweeps" / "other.yaml"
+    other_path.write_text((lab / "sweeps" / "tiny.yaml").read_text().replace("name: tiny", "name: other")
+                          .replace("n_neighbors: 12", "n_neighbors: 7"))
+    other = load_sweep(other_path)
+    run_sweep(other, workers=1)  # the other sweep shares tiny's data and pca cells
+    register_and_plan(tiny)
+    shared = {keys.cell_key(d, m) for d, m in set(tiny.cells) & set(other.cells)}
+    pending = sorted(keys.cell_key(d, m) for d, m in tiny.cells if keys.cell_key(d, m) not in shared)
+    assert len(shared) == 2 and len(pending) == 2
+
+    event = _launch_from_the_ui("tiny")
+    meta = {k: v.value for k, v in event.metadata.items()}
+    rows = [line for line in meta["cells"].splitlines() if "|" in line][2:]  # the Markdown table's cells
+    assert meta["cell_count"] == len(rows) == 4
+    # One row per cell, its key's "|" escaped so that it stays one Markdown column, then its labels.
+    assert [r.split(" | ")[0].strip("| ").replace("\\|", "|") for r in rows] == [keys.cell_key(d, m) for d, m in tiny.cells]
+    assert all(r.count(" | ") == 2 for r in rows) and "swissroll seed=0" in rows[0] and "isomap" in rows[1]
+
+    [request] = evaluate(sweep_launches).run_requests
+    assert request.tags[SWEEP_TAG] == "tiny"
+    assert requested_partitions(request) == (
+        {(asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in pending}
+        | {("metric_table", None), ("report", "tiny")}
+    )  # exactly: not the shared fresh cells, nothing of `other`
+    cursor = evaluate(sweep_launches).cursor
+    assert evaluate(sweep_launches, cursor).run_requests == []  # a launch is answered once

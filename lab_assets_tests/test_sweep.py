@@ -13,8 +13,9 @@ from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import Sweep, SweepError, load_sweep, parse_sweep
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
-DATA_KEY = re.compile(r"^(?P<name>[a-z_]+)-(?P<hex>[0-9a-f]{6})~s(?P<seed>\d+)$")
-METHOD_KEY = re.compile(r"^(?P<name>[a-z_]+)-(?P<hex>[0-9a-f]{6})$")
+# `<name>[-<changed parameters>]-<digest>[~s<seed>]` (core/keys.py)
+DATA_KEY = re.compile(r"^(?P<name>[a-z_]+)(-(?P<stem>[A-Za-z0-9_.=+-]+))?-(?P<hex>[0-9a-f]{6})~s(?P<seed>\d+)$")
+METHOD_KEY = re.compile(r"^(?P<name>[a-z_]+)(-(?P<stem>[A-Za-z0-9_.=+-]+))?-(?P<hex>[0-9a-f]{6})$")
 
 GRID = """
 name: grid
@@ -76,6 +77,11 @@ def test_key_format_and_recipe():
         m = METHOD_KEY.match(meth.key)
         assert m, meth.key
         assert m["name"] == meth.method and m["hex"] == expected_digest(meth.method, meth.params)
+    # The stem is what a person reads in the UI: the parameters that differ from the defaults.
+    assert {m.key.rsplit("-", 1)[0] for m in sweep.methods} == {
+        "pca", "umap-min_dist=0.0-n_neighbors=5", "umap-min_dist=0.5-n_neighbors=5", "umap-min_dist=0.0",
+        "umap-min_dist=0.5",
+    }
     # Seeds share the config's digest and differ only in the suffix.
     torus = sorted(d.key for d in sweep.data if d.dataset == "torus")
     assert [k.split("~")[0] for k in torus] == [torus[0].split("~")[0]] * 2

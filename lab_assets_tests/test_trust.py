@@ -34,7 +34,10 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "1", cwd=lab)
     assert out.returncode == 1
     _no_traceback(out.stderr)  # Dagster's own step-failure logging no longer reaches the terminal
-    [line] = [l for l in out.stderr.splitlines() if l.startswith("FAILED ")]
+    # One line per failed run: the broken dataset's partition in each of its two cells.
+    lines = [l for l in out.stderr.splitlines() if l.startswith("FAILED ")]
+    assert len(lines) == 2
+    line = lines[0]
     assert "FAILED datasets file-" in line and "BadDataError: data " in line
     assert "[step raw_dataset, run " in line
     run = line.split("full log: lab logs ")[1].rstrip("]")

@@ -1,17 +1,19 @@
 """`lab ui` for real: the webserver on 127.0.0.1 (and the daemon) serves the sweep's partitions, and a partition
 launched the way the UI launches it (a GraphQL partition backfill) is materialized."""
 
+import json
+import shutil
 import subprocess
 
 import dagster as dg
 from lab_assets.core import keys
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.core.k8s_resources import GPU_TAG
 from lab_assets.dr.sweep import load_sweep
-from lab_assets_tests.conftest import graphql, lab_ui, wait_for
+from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
 
-PARTITIONS = """query { assetNodeOrError(assetKey: {path: ["embedding"]}) {
+PARTITIONS = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) {
   ... on AssetNode { partitionKeysByDimension { name partitionKeys } } } }"""
 BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
   __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
@@ -22,14 +24,23 @@ STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
 def test_ui_serves_partitions_and_materializes_one(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
+    # The bundled sweeps registered beside it: the UI must offer their cells and no cross product.
+    declared = {keys.cell_key(d, m) for d, m in sweep.cells}
+    for name in ("demo", "dr_benchmark"):
+        shutil.copy(REPO / "sweeps" / f"{name}.yaml", lab / "sweeps")
+        planned = json.loads(lab_cli("sweep", "plan", f"sweeps/{name}.yaml", "--json", cwd=lab).stdout)
+        declared |= {c["partition"] for c in planned["cells"]}
+        register_and_plan(load_sweep(lab / "sweeps" / f"{name}.yaml"))
+    assert len(declared) == 4 + 36 + 60  # a data x method grid of these keys would be 20 x 8 = 160
     with lab_ui(lab) as port:
         # Bound to loopback only.
         listening = subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
         assert f"127.0.0.1:{port}" in listening and f"0.0.0.0:{port}" not in listening
 
-        dims = graphql(port, PARTITIONS)["assetNodeOrError"]["partitionKeysByDimension"]
-        by_dimension = {d["name"]: sorted(d["partitionKeys"]) for d in dims}
-        assert by_dimension == {"data": sorted(d.key for d in sweep.data), "method": sorted(m.key for m in sweep.methods)}
+        # One `cell` dimension: exactly the declared cells, for every asset of a cell.
+        for asset in ("raw_dataset", "dataset", "model", "embedding", "metrics"):
+            (dim,) = graphql(port, PARTITIONS, {"path": [asset]})["assetNodeOrError"]["partitionKeysByDimension"]
+            assert sorted(dim["partitionKeys"]) == sorted(declared), asset
 
         cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
         params = {"partitionNames": [cell], "assetSelection": [{"path": ["embedding"]}, {"path": ["metrics"]}]}
@@ -53,13 +64,13 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     with lab_ui(lab) as port:
         result = run_sweep(sweep, submit=f"http://127.0.0.1:{port}")
     assert not result.failed, [o.why for o in result.failed]
-    assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
+    assert result.count("datasets") == 4 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()
     for outcome in result.of("materialized"):
         run = inst.get_run_by_id(outcome.run_id)
         is_gpu_cell = outcome.job == "cells" and "|pca-" in outcome.partition
         assert (run.tags.get(GPU_TAG) == "true") == is_gpu_cell, outcome
         if outcome.job == "cells":
-            assert keys.cell_key(run.tags["dagster/partition/data"], run.tags["dagster/partition/method"]) == outcome.partition
+            assert run.tags["dagster/partition"] == outcome.partition
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
     assert {r.asset_materialization.partition for r in records} == {keys.cell_key(d, m) for d, m in sweep.cells}

@@ -144,6 +144,13 @@ class Entry:
         versions = {p: package_version(p) for p in self.packages}
         return digest({"source": sources[0] if len(sources) == 1 else sources, "packages": versions})
 
+    def changed(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The validated parameters whose values differ from the entry's defaults: what a
+        person chose, shown in a key's readable stem (`core/keys.config_key`)."""
+        fields = self.params_model.model_fields
+        defaults = {n: json.loads(json.dumps(f.default, default=str)) for n, f in fields.items() if not f.is_required()}
+        return {p: v for p, v in params.items() if p not in defaults or defaults[p] != v}
+
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         """The full parameter set (defaults filled in), or pydantic.ValidationError."""
         return self.params_model.model_validate(params).model_dump(mode="json")

@@ -8,6 +8,7 @@ from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import metrics, model_and_embedding
 from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.specs import SPECS
+from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import TRAINING_ASSETS
 from lab_assets.defs.jobs import STUDY_JOBS, SWEEP_JOBS
 from lab_assets.defs.sensors import SENSORS
@@ -29,7 +30,7 @@ def executor() -> dg.ExecutorDefinition:
 
 
 defs = dg.Definitions(
-    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, *TRAINING_ASSETS],
+    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, sweep, *TRAINING_ASSETS],
     jobs=[*SWEEP_JOBS, *STUDY_JOBS],
     sensors=[*SENSORS, study_loop],
     executor=executor(),

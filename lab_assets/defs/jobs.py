@@ -11,6 +11,7 @@ from lab_assets.defs import partitions
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import metrics, model_and_embedding
 from lab_assets.defs.assets.reports import metric_table, report
+from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import corpus, gpt_model
 
 # The kinds of run: what outcomes, progress bars and `--json` summaries count by.
@@ -18,7 +19,7 @@ DATASETS, CELLS, METRIC_TABLE, REPORT, CORPUS, TRIAL = "datasets", "cells", "met
 # What one run of a kind materializes, in words ("its dataset failed").
 WHAT = {DATASETS: "dataset", CELLS: "cell", METRIC_TABLE: "metric table", REPORT: "report", CORPUS: "corpus", TRIAL: "trial"}
 PARTITIONS: dict[str, dg.PartitionsDefinition | None] = {
-    DATASETS: partitions.DATA, CELLS: partitions.CELL, METRIC_TABLE: None, REPORT: partitions.SWEEP,
+    DATASETS: partitions.CELL, CELLS: partitions.CELL, METRIC_TABLE: None, REPORT: partitions.SWEEP,
     CORPUS: partitions.CORPUS, TRIAL: partitions.TRIAL_CELL,
 }
 
@@ -33,6 +34,8 @@ SWEEP_JOBS = [
     dg.define_asset_job(job_name(CELLS), selection=[model_and_embedding, metrics]),
     dg.define_asset_job(job_name(METRIC_TABLE), selection=[metric_table]),
     dg.define_asset_job(job_name(REPORT), selection=[report]),
+    # The sweep's plan, whose materialization the `sweep_launches` sensor answers with a backfill.
+    dg.define_asset_job(job_name("sweep"), selection=[sweep]),
 ]
 STUDY_JOBS = [  # what the study_loop sensor may request
     dg.define_asset_job(job_name(CORPUS), selection=[corpus]),

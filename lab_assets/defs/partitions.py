@@ -1,8 +1,15 @@
-"""The partition shape: datasets by `data`, experiments by `data x method` (each dataset is
-computed once however many methods read it; the UI shows a sweep as a data x method grid).
+"""The partition shape: every asset of a sweep's cells, datasets included, by `cell`; reports by
+`sweep`.
 
-Both dimensions are dynamic: `lab sweep run` (or the sweep sensor) registers the keys a sweep
-declares. Multi-partition key strings order dimensions by name: "<data>|<method>".
+`cell` is one dynamic dimension holding exactly the (data, method) pairs that registered sweeps
+declare, as `<data>|<method>` strings (core/keys.py), so the UI offers no cell that no sweep
+asked for (a `data x method` multi-partition showed the cross product of every sweep's keys).
+The dataset assets share the dimension because an edge between two differently partitioned
+assets needs a partition mapping, and Dagster 1.13 keeps only its built-in mappings in the asset
+graph that the webserver and the daemon see (none maps a cell to its data key;
+docs/ARCHITECTURE.md, "Why one `cell` dimension"). Identity edges keep lineage, staleness and
+backfill order exact per cell; a dataset shared by several cells is the same file, written by
+each (storage.asset_path by data key).
 """
 
 import warnings
@@ -12,20 +19,13 @@ from sqlalchemy.exc import IntegrityError
 
 from lab_assets.core import keys
 
-# The beta APIs this package builds on (MultiToSingleDimensionPartitionMapping,
-# observable_source_asset) were chosen deliberately (a cell reads one dataset key; spec versions
-# are per key, docs/ARCHITECTURE.md); one warning per process per use
-# would drown every run's log.
+# The beta APIs this package builds on (MultiToSingleDimensionPartitionMapping for training,
+# observable_source_asset) were chosen deliberately (a trial reads one corpus key; spec versions
+# are per key, docs/ARCHITECTURE.md); one warning per process per use would drown every run's log.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
-DATA = dg.DynamicPartitionsDefinition(name="data")
-METHOD = dg.DynamicPartitionsDefinition(name="method")
+CELL = dg.DynamicPartitionsDefinition(name="cell")
 SWEEP = dg.DynamicPartitionsDefinition(name="sweep")
-CELL = dg.MultiPartitionsDefinition({"data": DATA, "method": METHOD})
-
-# A cell depends on one data key (its dataset) and one method key (its method's spec).
-CELL_TO_DATA = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="data")
-CELL_TO_METHOD = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="method")
 
 
 def multi_key(partitions_def: dg.MultiPartitionsDefinition, key: str) -> dg.MultiPartitionKey:
@@ -33,10 +33,6 @@ def multi_key(partitions_def: dg.MultiPartitionsDefinition, key: str) -> dg.Mult
     dimensions Dagster orders by name, as the string orders its parts."""
     names = [d.name for d in partitions_def.partitions_defs]
     return dg.MultiPartitionKey(dict(zip(names, keys.parse_cell_key(key))))
-
-
-def cell_key(data: str, method: str) -> dg.MultiPartitionKey:
-    return multi_key(CELL, keys.cell_key(data, method))
 
 
 # Training (lab_assets/training): every trial of a study trains on the study's corpus, so a

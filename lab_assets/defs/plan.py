@@ -15,7 +15,6 @@ import dagster as dg
 from lab_assets.core import keys
 from lab_assets.dr import keystore
 from lab_assets.defs.assets import specs
-from lab_assets.defs.partitions import cell_key
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader, Status
 
@@ -40,13 +39,12 @@ class SweepPlan:
     datasets: dict[str, Status]
     cells: list[CellPlan]
     report: Status
+    # The cells whose own dataset partition is missing or stale (a dataset is partitioned by cell).
+    pending_datasets: dict[tuple[str, str], Status] = field(default_factory=dict)
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, FRESH)}
-
-    def pending_data(self) -> list[str]:
-        return [k for k, s in self.datasets.items() if s.status != FRESH]
 
     def pending_cells(self) -> list[CellPlan]:
         return [c for c in self.cells if c.status != FRESH]
@@ -70,46 +68,45 @@ def _worst(*statuses: Status) -> Status:
 
 
 def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
-    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`."""
+    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
+    Datasets are partitioned by cell (defs/partitions.py): a data key's status is the worst of its
+    cells' dataset partitions, and a cell is pending when its own dataset partition is."""
     r = StaleStatusReader(instance, asset_graph)
-    known_data = set(instance.get_dynamic_partitions("data"))
-    known_methods = set(instance.get_dynamic_partitions("method"))
+    known = set(instance.get_dynamic_partitions("cell"))
 
     others = [s for s in keystore.sweeps() if s.name != sweep.name]
     metrics_drift = r.observed("metric_spec") != specs.metric_suite_version([*others, sweep])
-    data_drift = {d.key for d in sweep.data if d.key in known_data and r.observed("data_spec", d.key) != specs.data_version(d)}
-    method_drift = {
-        m.key for m in sweep.methods if m.key in known_methods and r.observed("method_spec", m.key) != specs.method_version(m)
-    }
+    data_versions = {d.key: specs.data_version(d) for d in sweep.data}
+    method_versions = {m.key: specs.method_version(m) for m in sweep.methods}
 
-    datasets: dict[str, Status] = {}
-    for d in sweep.data:
-        if d.key not in known_data:
-            datasets[d.key] = Status(MISSING, "new data key")
-        elif d.key in data_drift:
-            datasets[d.key] = Status(STALE, "dataset code, libraries or input file changed")
-        else:
-            datasets[d.key] = _worst(r.status("raw_dataset", d.key), r.status("dataset", d.key))
-
+    data_status: dict[tuple[str, str], Status] = {}  # the dataset partition of each cell
     cells = []
     for d, m in sweep.cells:
-        if d not in known_data or m not in known_methods:
-            status = Status(MISSING, "new partition key")
-        elif datasets[d].status != FRESH:
-            status = Status(MISSING if datasets[d].status == MISSING else STALE, f"dataset {datasets[d].status}")
-        elif m in method_drift:
+        key = keys.cell_key(d, m)
+        if key not in known:
+            data_status[d, m] = status = Status(MISSING, "new partition key")
+            cells.append(CellPlan(d, m, status.status, status.reason))
+            continue
+        if r.observed("data_spec", key) != data_versions[d]:
+            data_status[d, m] = Status(STALE, "dataset code, libraries or input file changed")
+        else:
+            data_status[d, m] = _worst(r.status("raw_dataset", key), r.status("dataset", key))
+        ds = data_status[d, m]
+        if ds.status != FRESH:
+            status = Status(ds.status, f"dataset {ds.status}")
+        elif r.observed("method_spec", key) != method_versions[m]:
             status = Status(STALE, "method code, libraries or parameters changed")
         else:
-            key = cell_key(d, m)
             status = _worst(r.status("embedding", key), r.status("metrics", key))
             if status.status == FRESH and metrics_drift:
                 status = Status(STALE, "metric suite changed")
         cells.append(CellPlan(d, m, status.status, status.reason))
 
+    datasets = {d.key: _worst(*(s for (dk, _), s in data_status.items() if dk == d.key)) for d in sweep.data}
     if sweep.name not in set(instance.get_dynamic_partitions("sweep")):
         report = Status(MISSING, "new sweep")
     elif any(c.status != FRESH for c in cells):
         report = Status(STALE, "cells pending")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
-    return SweepPlan(sweep, datasets, cells, report)
+    return SweepPlan(sweep, datasets, cells, report, {k: s for k, s in data_status.items() if s.status != FRESH})

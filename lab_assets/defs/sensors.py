@@ -8,6 +8,8 @@
   orders the work (datasets before the cells that read them) and shows in the UI as one unit.
   A tick is handled once (the cursor keeps the last one), and no second backfill is requested
   while the sweep's previous one is still running, so firing twice never floods the queue.
+- `sweep_launches`: each materialization of `sweep[<name>]` (how a person launches a sweep from
+  the UI, defs/assets/sweeps.py) gets the same backfill, planned when the sensor sees it.
 """
 
 import hashlib
@@ -22,6 +24,7 @@ from lab_assets.defs.plan import make_plan
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core import cron
 from lab_assets.core.settings import project_dir
+from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
 from lab_assets.runtime.backfills import backfill_running
 
@@ -55,7 +58,29 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+# What the sweep sensors may request: Dagster validates a sensor's backfill requests against its
+# `asset_selection` when the daemon evaluates it (a sensor without one fails every tick that
+# requests a backfill; calling the function directly, as a unit test might, skips that check).
+SWEEP_ASSETS = dg.AssetSelection.assets("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report")
+
+
+def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> list[dg.RunRequest]:
+    """One backfill of the sweep's missing or stale partitions (nothing when all is fresh, or
+    while its previous backfill still runs)."""
+    if backfill_running(context.instance, {SWEEP_TAG: sweep.name}):
+        context.log.info(f"{sweep.name}: previous backfill still running; {why} skipped")
+        return []
+    graph = context.repository_def.asset_graph
+    plan = make_plan(sweep, context.instance, graph)
+    backfill = requests(sweep_work(plan), graph)
+    if not backfill:
+        context.log.info(f"{sweep.name}: everything fresh")
+    else:
+        context.log.info(f"{sweep.name} ({why}): {len(plan.pending_cells())} cells")
+    return backfill
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING, asset_selection=SWEEP_ASSETS)
 def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """At each sweep's cron tick, requests one backfill of its missing or stale partitions."""
     last_tick: dict[str, float] = json.loads(context.cursor or "{}")
@@ -75,19 +100,33 @@ def sweep_schedules(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         if tick <= last_tick[sweep.name]:
             continue
         last_tick[sweep.name] = tick
-        if backfill_running(context.instance, {SWEEP_TAG: sweep.name}):
-            context.log.info(f"{sweep.name}: previous backfill still running; tick skipped")
-            continue
         register(context.instance, sweep)
-        graph = context.repository_def.asset_graph
-        plan = make_plan(sweep, context.instance, graph)
-        backfill = requests(sweep_work(plan), graph)
-        if not backfill:
-            context.log.info(f"{sweep.name}: everything fresh")
-            continue
-        context.log.info(f"{sweep.name}: backfill of {len(plan.pending_data())} datasets, {len(plan.pending_cells())} cells")
-        run_requests += backfill
+        run_requests += _backfill(context, sweep, "cron tick")
     return dg.SensorResult(run_requests=run_requests, cursor=json.dumps(last_tick))
 
 
-SENSORS = [sweep_registry, sweep_schedules]
+# A fresh cursor looks back this far only: a launch asked for while the daemon was starting
+# counts, last week's materializations do not.
+FIRST_LOOK_SECONDS = 600
+
+
+@dg.sensor(minimum_interval_seconds=5, default_status=dg.DefaultSensorStatus.RUNNING, asset_selection=SWEEP_ASSETS)
+def sweep_launches(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """Answers each new materialization of `sweep[<name>]` with one backfill of that sweep's
+    missing or stale partitions."""
+    after = int(context.cursor) if context.cursor else None
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("sweep"), after_storage_id=after), limit=100, ascending=True
+    ).records
+    if not records:
+        return dg.SensorResult(skip_reason="no sweep launched", cursor=context.cursor)
+    cursor = str(records[-1].storage_id)
+    if after is None:
+        records = [r for r in records if r.timestamp >= time.time() - FIRST_LOOK_SECONDS]
+    run_requests = []
+    for name in dict.fromkeys(r.partition_key for r in records):
+        run_requests += _backfill(context, keystore.sweep(name), "launched from the UI")
+    return dg.SensorResult(run_requests=run_requests, cursor=cursor)
+
+
+SENSORS = [sweep_registry, sweep_schedules, sweep_launches]

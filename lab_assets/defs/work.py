@@ -18,7 +18,6 @@ import dagster as dg
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
 from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, job_name
-from lab_assets.defs.partitions import cell_key
 from lab_assets.defs.plan import FRESH, SweepPlan
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
@@ -91,17 +90,19 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     # run skips as failed.
     trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
     resources = {m.key: k8s_tags(m.resources) for m in sweep.methods}
+    # A dataset is partitioned by cell (defs/partitions.py): one run per cell whose dataset
+    # partition is pending; its cell waits for that run.
     datasets = Phase(
         "datasets",
-        tuple(Run(DATASETS, d, assets=("raw_dataset", "dataset")) for d in plan.pending_data()),
+        tuple(Run(DATASETS, keys.cell_key(d, m), assets=("raw_dataset", "dataset")) for d, m in plan.pending_datasets),
         tuple(Fresh(DATASETS, d) for d, s in plan.datasets.items() if s.status == FRESH),
     )
     cells = Phase(
         "cells",
         tuple(
-            Run(CELLS, cell_key(c.data, c.method), resources[c.method],
+            Run(CELLS, c.partition, resources[c.method],
                 ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics"),
-                needs=(DATASETS, c.data))
+                needs=(DATASETS, c.partition))
             for c in plan.pending_cells()
         ),
         tuple(Fresh(CELLS, c.partition) for c in plan.cells if c.status == FRESH),

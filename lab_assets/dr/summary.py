@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lab_assets.core import keys
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import Sweep
 
@@ -38,8 +39,8 @@ COMPARISON_COLUMNS = [
 
 
 def config_key(data_key: str) -> str:
-    """`swissroll-03af35~s0` -> `swissroll-03af35`: the data config, all seeds."""
-    return data_key.rsplit("~s", 1)[0]
+    """`swissroll-noise=0.05-03af35~s0` -> `swissroll-noise=0.05-03af35`: the data config, all seeds."""
+    return keys.split_data_key(data_key)[0]
 
 
 def _metric_label(label: str, name: str) -> str:

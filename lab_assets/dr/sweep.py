@@ -2,8 +2,8 @@
 
 A sweep names datasets, methods and metrics with their parameters; any list expands as a grid.
 Every (dataset config, seed) becomes a `data` key, every method config a `method` key, and each
-key is `<name>-<digest of the full parameters>` so that an edited config gets a new key instead
-of silently overwriting an old result.
+key is `<name>-<changed parameters>-<digest of the full parameters>` (core/keys.py) so that an
+edited config gets a new key instead of silently overwriting an old result.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import Field
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
+from lab_assets.core import keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import Registry, RegistryError, digest
 
@@ -34,6 +35,14 @@ class SweepError(InputError):
     what = "sweep"
 
 
+def _key(registry: Registry, name: str, params: dict[str, Any]) -> str:
+    """`<name>-<changed parameters>-<digest of all of them>` (core/keys.py). A record of an entry
+    no longer registered keeps a key (its stem then shows every parameter): reading old records
+    must not fail, and nothing can compute such a cell anyway."""
+    changed = registry[name].changed(params) if name in registry else params
+    return keys.config_key(name, changed, digest([name, params], KEY_DIGEST_LENGTH))
+
+
 @dataclass(frozen=True)
 class DataConfig:
     dataset: str
@@ -43,11 +52,11 @@ class DataConfig:
     @property
     def config_key(self) -> str:
         """The key without its seed: one dataset configuration, all seeds."""
-        return f"{self.dataset}-{digest([self.dataset, self.params], KEY_DIGEST_LENGTH)}"
+        return _key(DATASETS, self.dataset, self.params)
 
     @property
     def key(self) -> str:
-        return f"{self.config_key}~s{self.seed}"
+        return keys.data_key(self.config_key, self.seed)
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,7 @@ class MethodConfig:
 
     @property
     def key(self) -> str:
-        return f"{self.method}-{digest([self.method, self.params], KEY_DIGEST_LENGTH)}"
+        return _key(METHODS, self.method, self.params)
 
 
 @dataclass(frozen=True)

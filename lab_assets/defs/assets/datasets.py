@@ -3,6 +3,9 @@
 `dataset` is a Parquet table with a fixed schema: `row` (int64 id), `split` ("train"/"test",
 decided here once, seeded), `label` (int64 classes, float64 coordinate, or all-null), and the
 features `x0..x{d-1}` (float64). Every downstream asset reads this table, never the raw one.
+
+Both assets are partitioned by cell (defs/partitions.py) and stored by the cell's data key: the
+cells of one dataset config and seed write and read the same deterministic file.
 """
 
 import hashlib
@@ -14,10 +17,10 @@ import pandas as pd
 from lab_assets.defs import checks
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import lineage, storage
+from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.assets.specs import data_spec
 from lab_assets.dr.datasets import DATASETS, Raw
-from lab_assets.defs.partitions import DATA
+from lab_assets.defs.partitions import CELL
 
 GROUP = "datasets"
 CODE_VERSION = lineage.module_version(__file__)
@@ -86,10 +89,14 @@ def _materialize(
     )
 
 
-@dg.asset(partitions_def=DATA, deps=[data_spec], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
+def data_key(context: dg.AssetExecutionContext) -> str:
+    return keys.parse_cell_key(context.partition_key)[0]
+
+
+@dg.asset(partitions_def=CELL, deps=[data_spec], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
 def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The dataset as generated, bundled or read from the user's file, before any splitting."""
-    key = context.partition_key
+    key = data_key(context)
     config = keystore.data_config(key)
     entry = DATASETS[config.dataset]
     with lineage.timed() as t:
@@ -101,7 +108,7 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 
 
 @dg.asset(
-    partitions_def=DATA,
+    partitions_def=CELL,
     deps=[raw_dataset],
     group_name=GROUP,
     code_version=CODE_VERSION,
@@ -110,7 +117,7 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
 )
 def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The intermediate: raw rows plus the seeded train/test split, schema in the metadata."""
-    key = context.partition_key
+    key = data_key(context)
     config = keystore.data_config(key)
     with lineage.timed() as t:
         df = storage.read_parquet(storage.asset_path("raw_dataset", key))

@@ -1,7 +1,5 @@
-"""embedding -> metrics: one (data, method) cell each.
-
-The dataset is computed once per data key; every method's cell reads it through a
-`MultiToSingleDimensionPartitionMapping`, so the UI shows a sweep as a data x method grid.
+"""embedding -> metrics: one (data, method) cell each, reading the cell's dataset partition
+(the same `cell` key: defs/partitions.py).
 """
 
 import base64
@@ -23,7 +21,7 @@ from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import readable_labels
-from lab_assets.defs.partitions import CELL, CELL_TO_DATA, CELL_TO_METHOD
+from lab_assets.defs.partitions import CELL
 
 GROUP = "experiments"
 CODE_VERSION = lineage.module_version(__file__)
@@ -48,10 +46,7 @@ def embedding_coordinates(df: pd.DataFrame) -> np.ndarray:
     return df[[c for c in df.columns if c.startswith("z")]].to_numpy(dtype=np.float64)
 
 
-CELL_INPUTS = [
-    dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA),
-    dg.AssetDep(method_spec, partition_mapping=CELL_TO_METHOD),
-]
+CELL_INPUTS = [dataset, method_spec]
 
 
 @dg.multi_asset(
@@ -186,7 +181,7 @@ def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.Mat
 
 @dg.asset(
     partitions_def=CELL,
-    deps=["embedding", dg.AssetDep(dataset, partition_mapping=CELL_TO_DATA), metric_spec],
+    deps=["embedding", dataset, metric_spec],
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},

@@ -1,9 +1,10 @@
 """What to compute, as observable source assets.
 
 Dagster's code versions are per asset, not per partition. To make an edited method stale only
-its own cells, each method key's identity (its module's source, its library versions and its
-parameters) is the *data version* of that key's `method_spec` partition; the same holds for
-datasets (plus the content hash of a user's file) and for the metric suite. Observing these
+its own cells, each cell's method identity (its module's source, its library versions and its
+parameters) is the *data version* of that cell's `method_spec` partition; the same holds for
+its dataset (`data_spec`, plus the content hash of a user's file) and for the metric suite.
+Both specs are partitioned by `cell` like everything they feed (defs/partitions.py). Observing these
 sources (`lab sweep run` does, as does "Observe sources" in the UI) records the new versions,
 and Dagster's own staleness then marks exactly the downstream cells that depend on them.
 """
@@ -15,7 +16,8 @@ from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.core.lineage import module_version
 from lab_assets.dr.metrics import METRICS
-from lab_assets.defs.partitions import DATA, METHOD
+from lab_assets.core import keys
+from lab_assets.defs.partitions import CELL
 from lab_assets.core.registry import digest, source_file
 from lab_assets.dr.sweep import DataConfig, MethodConfig, Sweep
 from lab_assets.runtime.data_versions import observe_if_changed
@@ -41,18 +43,22 @@ def metric_suite_version(sweeps: list[Sweep]) -> str:
     return digest({"suite": suite, "code": code}, length=16)
 
 
-@dg.observable_source_asset(partitions_def=DATA, group_name=GROUP)
+def registered_cells() -> list[tuple[str, str, str]]:
+    """(cell key, data key, method key) of every cell a registered sweep declares."""
+    pairs = dict.fromkeys(c for s in keystore.sweeps() for c in s.cells)
+    return [(keys.cell_key(d, m), d, m) for d, m in pairs]
+
+
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
 def data_spec() -> dg.DataVersionsByPartition:
-    """Identity of each dataset config: generator code, library versions, parameters, seed."""
-    return dg.DataVersionsByPartition({k: data_version(keystore.data_config(k)) for k in keystore.keys("data")})
+    """Identity of each cell's dataset config: generator code, library versions, parameters, seed."""
+    return dg.DataVersionsByPartition({c: data_version(keystore.data_config(d)) for c, d, _ in registered_cells()})
 
 
-@dg.observable_source_asset(partitions_def=METHOD, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
 def method_spec() -> dg.DataVersionsByPartition:
-    """Identity of each method config: method code, library versions, parameters."""
-    return dg.DataVersionsByPartition(
-        {k: method_version(keystore.method_config(k)) for k in keystore.keys("method")}
-    )
+    """Identity of each cell's method config: method code, library versions, parameters."""
+    return dg.DataVersionsByPartition({c: method_version(keystore.method_config(m)) for c, _, m in registered_cells()})
 
 
 @dg.observable_source_asset(group_name=GROUP)
@@ -65,10 +71,15 @@ SPECS = [data_spec, method_spec, metric_spec]
 
 
 def current_versions() -> dict[tuple[str, str | None], str]:
-    """(spec asset, partition) -> current version, for every registered key."""
-    versions: dict[tuple[str, str | None], str] = {("metric_spec", None): metric_suite_version(keystore.sweeps())}
-    versions.update({("data_spec", k): data_version(keystore.data_config(k)) for k in keystore.keys("data")})
-    versions.update({("method_spec", k): method_version(keystore.method_config(k)) for k in keystore.keys("method")})
+    """(spec asset, partition) -> current version, for every registered cell."""
+    sweeps = keystore.sweeps()
+    versions: dict[tuple[str, str | None], str] = {("metric_spec", None): metric_suite_version(sweeps)}
+    data = {d.key: data_version(d) for s in sweeps for d in s.data}
+    methods = {m.key: method_version(m) for s in sweeps for m in s.methods}
+    for s in sweeps:
+        for d, m in s.cells:
+            cell = keys.cell_key(d, m)
+            versions[("data_spec", cell)], versions[("method_spec", cell)] = data[d], methods[m]
     return versions
 
 
