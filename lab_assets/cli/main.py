@@ -169,7 +169,7 @@ def _save_noop(cache, sweep, result) -> None:
     if any(o.status != FRESH for o in result.outcomes):
         cache.mark()  # the state this plan reads, not a later one
         now = plan(sweep)
-        if now.pending_data() or now.pending_cells() or now.report.status != FRESH:
+        if now.pending_datasets or now.pending_cells() or now.report.status != FRESH:
             return
     out = _report_dir(sweep.name)
     report = io.StringIO()
