@@ -14,6 +14,8 @@ import sys
 
 BAD_INPUT, FAILED = 2, 1
 INTERRUPTED = 130  # Ctrl-C, as a shell reports a SIGINT
+VERIFY_HELP = ("find damaged files by content hash (reads every file), not only by size: a corruption that "
+               "kept the size is then recomputed")
 
 
 def _load(path: str):
@@ -58,7 +60,7 @@ def _progress_factory(enabled: bool):
 def cmd_plan(args: argparse.Namespace) -> int:
     from lab_assets.runner.sweeps import plan as make_plan
 
-    plan = make_plan(_load(args.file))
+    plan = make_plan(_load(args.file), args.verify)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
@@ -86,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     sweep = _load(args.file)
     progress = _progress_factory(not args.json and not args.quiet)
     try:
-        result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit)
+        result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit, verify=args.verify)
     except SubmitError as e:
         print(f"lab: {e}", file=sys.stderr)
         return FAILED
@@ -185,6 +187,21 @@ def _print_report(sweep, cells: bool = False) -> None:
         print(tables.summary_text(summary, comparisons, _width()))
     print(f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
           "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from lab_assets.defs.integrity import repair_command
+    from lab_assets.runner.sweeps import verify
+
+    sweep = _load(args.file)
+    damaged = verify(sweep)
+    for d in damaged:
+        print(f"DAMAGED {d}; to recompute it: {repair_command([sweep.source], d.content_only)}")
+    if damaged:
+        print(f"sweep {sweep.name}: {len(damaged)} damaged artifacts", file=sys.stderr)
+        return FAILED
+    print(f"sweep {sweep.name}: every recorded artifact is intact (sizes and content hashes)")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -307,6 +324,7 @@ def parser() -> argparse.ArgumentParser:
     plan = sweep.add_parser("plan", help="dry run: the grid, its keys, and which cells are fresh/stale/missing")
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     plan.set_defaults(fn=cmd_plan, writes=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
@@ -314,6 +332,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="machine-readable summary, no progress bar")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
+    run.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run, writes=True)
@@ -325,6 +344,11 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--json", action="store_true")
     report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     report.set_defaults(fn=cmd_report, writes=True)
+
+    verify = sub.add_parser("verify", help="check every artifact of a sweep against the size and content hash "
+                            "recorded when it was written; one line per damaged one, with the command that repairs it")
+    verify.add_argument("file")
+    verify.set_defaults(fn=cmd_verify)
 
     logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
     logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")

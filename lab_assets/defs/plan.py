@@ -1,9 +1,11 @@
 """Which partitions of a sweep are fresh, stale or missing, read from Dagster's own records.
 
 The answer comes from Dagster's stale-status resolver (the one behind the UI's "stale" badges),
-plus one check the resolver cannot make yet: a spec whose current version differs from the last
+plus two checks the resolver cannot make: a spec whose current version differs from the last
 observed one (edited method code, a changed user file) marks its cells stale before it has been
-observed. Nothing here writes anything.
+observed, and a fresh partition whose file is missing or no longer what was written
+(defs/integrity.py: sizes, or hashes with `verify`) is "damaged", so the next run recomputes it.
+Nothing here writes anything.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import dagster as dg
 
 from lab_assets.core import keys
 from lab_assets.dr import keystore
+from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
 from lab_assets.defs.partitions import cell_key
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader, Status
 
-_RANK = {FRESH: 0, STALE: 1, MISSING: 2}
+DAMAGED = "damaged"  # fresh by Dagster's records, but a file is missing or not what was written
+_RANK = {FRESH: 0, STALE: 1, DAMAGED: 2, MISSING: 3}
 
 
 @dataclass
@@ -43,7 +47,7 @@ class SweepPlan:
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, FRESH)}
+        self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, DAMAGED, FRESH)}
 
     def pending_data(self) -> list[str]:
         return [k for k, s in self.datasets.items() if s.status != FRESH]
@@ -69,9 +73,22 @@ def _worst(*statuses: Status) -> Status:
     return max(statuses, key=lambda s: _RANK[s.status])
 
 
-def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
-    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`."""
+def _intact(status: Status, damage: dict, *partitions) -> Status:
+    """A fresh status, unless a file of one of these (asset, partition)s is damaged."""
+    found = [damage[p] for p in partitions if p in damage]
+    return Status(DAMAGED, str(found[0])) if status.status == FRESH and found else status
+
+
+def _damage(instance: dg.DagsterInstance, sweep: Sweep, verify: bool) -> dict:
+    parts = integrity.sweep_partitions(sweep)
+    return {(a, p): d for a, ps in parts.items() if ps for p, d in integrity.damaged(instance, a, ps, verify).items()}
+
+
+def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False) -> SweepPlan:
+    """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
+    `verify`: compare the files' content hashes too, not only their sizes."""
     r = StaleStatusReader(instance, asset_graph)
+    damage = _damage(instance, sweep, verify)
     known_data = set(instance.get_dynamic_partitions("data"))
     known_methods = set(instance.get_dynamic_partitions("method"))
 
@@ -89,14 +106,15 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
         elif d.key in data_drift:
             datasets[d.key] = Status(STALE, "dataset code, libraries or input file changed")
         else:
-            datasets[d.key] = _worst(r.status("raw_dataset", d.key), r.status("dataset", d.key))
+            status = _worst(r.status("raw_dataset", d.key), r.status("dataset", d.key))
+            datasets[d.key] = _intact(status, damage, *((a, d.key) for a in integrity.DATA_ASSETS))
 
     cells = []
     for d, m in sweep.cells:
         if d not in known_data or m not in known_methods:
             status = Status(MISSING, "new partition key")
         elif datasets[d].status != FRESH:
-            status = Status(MISSING if datasets[d].status == MISSING else STALE, f"dataset {datasets[d].status}")
+            status = Status(datasets[d].status, f"dataset {datasets[d].status}")
         elif m in method_drift:
             status = Status(STALE, "method code, libraries or parameters changed")
         else:
@@ -104,6 +122,7 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
             status = _worst(r.status("embedding", key), r.status("metrics", key))
             if status.status == FRESH and metrics_drift:
                 status = Status(STALE, "metric suite changed")
+            status = _intact(status, damage, *((a, str(key)) for a in integrity.CELL_ASSETS))
         cells.append(CellPlan(d, m, status.status, status.reason))
 
     if sweep.name not in set(instance.get_dynamic_partitions("sweep")):
@@ -112,4 +131,5 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
         report = Status(STALE, "cells pending")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
+        report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))
     return SweepPlan(sweep, datasets, cells, report)

@@ -11,7 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks
+from lab_assets.defs import checks, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import lineage, storage
@@ -113,7 +113,7 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     key = context.partition_key
     config = keystore.data_config(key)
     with lineage.timed() as t:
-        df = storage.read_parquet(storage.asset_path("raw_dataset", key))
+        df = integrity.read_parquet(storage.asset_path("raw_dataset", key))
         raw_rows = len(df)
         n_test = int(round(TEST_FRACTION * len(df)))
         split = np.full(len(df), "train", dtype=object)

@@ -13,7 +13,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks
+from lab_assets.defs import checks, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage, tracking
@@ -88,7 +88,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = METHODS[method.method]
-    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     estimator = entry(data.seed, **method.params)
     trainable = entry.trainable
@@ -199,10 +199,10 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     cell_sweeps = keystore.sweeps_containing(data_key, method_key)
     suite = keystore.metric_suite(cell_sweeps)
-    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
-    emb = storage.read_parquet(storage.asset_path("embedding", cell))
+    emb = integrity.read_parquet(storage.asset_path("embedding", cell))
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     values: dict[str, float] = {}
