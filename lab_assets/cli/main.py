@@ -81,7 +81,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
-    from lab_assets.runner.run import FRESH
+    from lab_assets.runner.run import FRESH, WAITED
     from lab_assets.runner.sweeps import run_sweep
     from lab_assets.runner.webserver import SubmitError
 
@@ -108,6 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "before": result.before.counts,
             "materialized": {job: result.count(job) for job in jobs},
             "fresh": {job: result.count(job, FRESH) for job in jobs},
+            # computed by another command's run that this one found in flight and waited for
+            "waited": {job: result.count(job, WAITED) for job in jobs},
             "failed": [o.to_json() for o in failed],
             "skipped": [o.to_json() for o in result.skipped],
             "report": _report_dir(sweep.name),
@@ -115,6 +117,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(f"sweep {sweep.name}: {result.count(DATASETS)} datasets and {result.count(CELLS)} cells materialized, "
               f"{result.count(CELLS, FRESH)} already fresh, {len(failed)} failed, in {result.seconds:.1f} s")
+        if result.of(WAITED):
+            print(f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
+                  "in another command: waited for, not computed again")
         _print_problems(result, args.verbose)
         _print_report(sweep)
     if args.json and args.verbose:
@@ -125,10 +130,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _cells_done(result) -> int:
     """Cells fresh before the run plus those materialized by it."""
     from lab_assets.defs.jobs import CELLS
-    from lab_assets.runner.run import MATERIALIZED
+    from lab_assets.runner.run import MATERIALIZED, WAITED
 
     before = {c.partition for c in result.before.cells if c.status == "fresh"} if result.before else set()
-    return len(before | {o.partition for o in result.of(MATERIALIZED, CELLS)})
+    return len(before | {o.partition for o in result.of(MATERIALIZED, CELLS) + result.of(WAITED, CELLS)})
 
 
 def _print_problems(result, verbose: bool = False) -> None:

@@ -10,6 +10,7 @@ Nothing here writes anything.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 
 import dagster as dg
@@ -44,6 +45,7 @@ class SweepPlan:
     datasets: dict[str, Status]
     cells: list[CellPlan]
     report: Status
+    planned_at: float = 0.0  # when the plan started looking (epoch seconds): runs that end later are news to it
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -87,6 +89,7 @@ def _damage(instance: dg.DagsterInstance, sweep: Sweep, verify: bool) -> dict:
 def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
     `verify`: compare the files' content hashes too, not only their sizes."""
+    planned_at = time.time()
     r = StaleStatusReader(instance, asset_graph)
     damage = _damage(instance, sweep, verify)
     known_data = set(instance.get_dynamic_partitions("data"))
@@ -132,4 +135,4 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
         report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))
-    return SweepPlan(sweep, datasets, cells, report)
+    return SweepPlan(sweep, datasets, cells, report, planned_at)

@@ -20,6 +20,8 @@ from lab_assets.defs.work import Run, Work
 MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"
 # A run stopped by Ctrl-C (SIGINT): Dagster marks it failed; the summary counts it apart.
 INTERRUPTED = "interrupted"
+# Another command had the partition in flight (defs/inflight.py): this one waited for its run.
+WAITED = "waited"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -34,7 +36,7 @@ class Interrupted(KeyboardInterrupt):
 class Outcome:
     job: str  # the run's kind (defs/jobs.py)
     partition: str
-    status: str  # MATERIALIZED, FRESH, FAILED or SKIPPED
+    status: str  # MATERIALIZED, FRESH, WAITED, FAILED or SKIPPED
     why: str = ""  # the root cause of a failure, what a skipped run needed, why a partition is fresh
     seconds: float = 0.0
     run_id: str = ""
@@ -42,7 +44,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status in (MATERIALIZED, FRESH)
+        return self.status in (MATERIALIZED, FRESH, WAITED)
 
     def to_json(self) -> dict:
         return asdict(self)

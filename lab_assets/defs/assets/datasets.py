@@ -11,7 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks, integrity
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import lineage, storage
@@ -89,6 +89,7 @@ def _materialize(
 @dg.asset(partitions_def=DATA, deps=[data_spec], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
 def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The dataset as generated, bundled or read from the user's file, before any splitting."""
+    inflight.claim(context)
     key = context.partition_key
     config = keystore.data_config(key)
     entry = DATASETS[config.dataset]

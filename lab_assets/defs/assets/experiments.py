@@ -13,7 +13,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks, integrity
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage, tracking
@@ -85,6 +85,7 @@ CELL_INPUTS = [
 def model_and_embedding(context: dg.AssetExecutionContext):
     """Fit the cell's method (training and storing a model where it has one), then embed every
     row. One step: fitting and embedding share the fitted estimator in memory."""
+    inflight.claim(context)
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = METHODS[method.method]

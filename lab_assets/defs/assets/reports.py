@@ -16,7 +16,7 @@ from lab_assets.dr import keystore, summary, tables
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
 from lab_assets.core.integrity import of_bytes
-from lab_assets.defs import integrity
+from lab_assets.defs import inflight, integrity
 from lab_assets.defs.assets.datasets import content_version
 from lab_assets.defs.assets.experiments import metrics
 from lab_assets.defs.partitions import SWEEP
@@ -52,8 +52,9 @@ TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=48)
     kinds={"parquet"},
     freshness_policy=TABLE_FRESHNESS,
 )
-def metric_table() -> dg.MaterializeResult:
+def metric_table(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """Every materialized cell's metrics in one table; each row names its partition and git SHA."""
+    inflight.claim(context)
     with lineage.timed() as t:
         table = read_metric_rows()
     prov = lineage.provenance({"cells": len(table)}, None, CODE_VERSION)
@@ -139,6 +140,7 @@ def _inline_png(title: str, png: bytes) -> dg.MetadataValue:
 def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """A sweep's summary over seeds (mean ± sd, 95% interval, rank, best vs runner-up), its
     per-cell metric table (Parquet, CSV, Markdown) and figures."""
+    inflight.claim(context)
     sweep = keystore.sweep(context.partition_key)
     with lineage.timed() as t:
         files = report_files(sweep)
