@@ -4,17 +4,20 @@ for what the first has in flight and counts it."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 import dagster as dg
+import pytest
 
 from lab_assets.core import keys
 from lab_assets.defs.inflight import OWNER_TAG
 from lab_assets.runtime.instance import get_instance
-from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.conftest import lab_cli, lab_ui, wait_for
+from lab_assets_tests.test_trust import _no_traceback
 
 SLOW = (
     "name: slow\ndata:\n  swissroll: {n_samples: 400}\nseeds: [0, 1, 2, 3]\n"
@@ -77,3 +80,41 @@ def _datasets_job():
     from lab_assets.runner.local import definitions
 
     return definitions().resolve_job_def(job_name(DATASETS))
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_waits_for_them(lab):
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW.replace("[0, 1, 2, 3]", "[0, 1]"))  # a run per process: 2 cells
+    instance = get_instance()
+    with lab_ui(lab) as port:
+        url = f"http://127.0.0.1:{port}"
+        # A terminal's Ctrl-C: SIGINT to the command's process group (the webserver is not in it).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", url],
+            cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        started = dg.RunsFilter(job_name="materialize_cells", statuses=[dg.DagsterRunStatus.STARTED])
+        try:
+            wait_for(lambda: instance.get_runs(started) or proc.poll() is not None, 300, "a cell's run to start")
+            assert proc.poll() is None, proc.communicate()
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, err
+        _no_traceback(err)
+        *_, done, left = err.strip().splitlines()
+        assert done.startswith("interrupted: ") and done.endswith(" of 2 cells done; run again to continue")
+        assert left == f"the 2 runs submitted to {url} keep running there (cancel them in its UI); " \
+                       "running again waits for them instead of starting them again"
+
+        again = lab_cli("sweep", "run", "sweeps/slow.yaml", "--json", "--submit", url, cwd=lab)
+        assert again.returncode == 0, again.stderr
+        summary = json.loads(again.stdout)
+    # The submitted runs went on: the re-run computed no cell, it waited for those still running.
+    assert summary["materialized"]["cells"] == 0
+    assert summary["waited"]["cells"] + summary["fresh"]["cells"] == 2 and summary["waited"]["cells"] >= 1
+    counts = _materializations("embedding")
+    assert len(counts) == 2 and set(counts.values()) == {1}, counts

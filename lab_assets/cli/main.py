@@ -98,6 +98,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_problems(result, getattr(args, "verbose", False))
         print(f"interrupted: {_cells_done(result)} of {len(sweep.cells)} cells done; run again to continue",
               file=sys.stderr)
+        if result.left_running:
+            # Submitted runs belong to the webserver's instance: stopping this command stops none of them.
+            print(f"the {len(result.left_running)} runs submitted to {args.submit} keep running there (cancel them in "
+                  "its UI); running again waits for them instead of starting them again", file=sys.stderr)
         return INTERRUPTED
     failed = result.failed
     if args.json:

@@ -25,11 +25,13 @@ WAITED = "waited"
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C reached a target: the outcomes of the runs it saw finish (or stop) before it returned."""
+    """Ctrl-C reached a target: the outcomes of the runs it saw finish (or stop) before it
+    returned, and the runs it leaves running elsewhere (a webserver's)."""
 
-    def __init__(self, outcomes: Sequence[Outcome] = ()):
+    def __init__(self, outcomes: Sequence[Outcome] = (), left_running: Sequence[str] = ()):
         super().__init__()
         self.outcomes = list(outcomes)
+        self.left_running = list(left_running)
 
 
 @dataclass
@@ -73,6 +75,7 @@ class Result:
     seconds: float = 0.0
     before: SweepPlan | None = None  # the plan a sweep's work was derived from
     interrupted: bool = False  # Ctrl-C: the work stopped early; outcomes are what finished before
+    left_running: list[str] = field(default_factory=list)  # Ctrl-C: run ids that go on where they were submitted
 
     def of(self, status: str, job: str | None = None) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status and job in (None, o.job)]
@@ -112,6 +115,7 @@ def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
         # Ctrl-C: the target stopped its runs (Dagster marks them failed); what finished counts.
         seen = {(o.job, o.partition, o.run_id) for o in result.outcomes}
         result.outcomes += [o for o in getattr(e, "outcomes", []) if (o.job, o.partition, o.run_id) not in seen]
+        result.left_running = getattr(e, "left_running", [])
         result.interrupted = True
     return result
 
