@@ -84,7 +84,8 @@ def _datasets_job():
 
 @pytest.mark.slow
 def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_waits_for_them(lab):
-    (lab / "sweeps" / "slow.yaml").write_text(SLOW.replace("[0, 1, 2, 3]", "[0, 1]"))  # a run per process: 2 cells
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW.replace("[0, 1, 2, 3]", "[0, 1]").replace("500}", "1500}"))
+    # 2 cells (a process per run here), long enough to be in flight when the command is run again
     instance = get_instance()
     with lab_ui(lab) as port:
         url = f"http://127.0.0.1:{port}"
