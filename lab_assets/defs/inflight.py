@@ -78,7 +78,7 @@ def other_run(
 def claim(context: dg.AssetExecutionContext) -> None:
     """The first step of a run: stop before computing if another command's run of the same job
     and partition came first (the runner then waits for it)."""
-    run = context.dagster_run
+    run = context.run
     mine = context.instance.get_run_record_by_id(run.run_id)
     partition = run.tags.get("dagster/partition")
     other = other_run(context.instance, run.job_name, partition, run.tags, before=mine.storage_id if mine else None)
