@@ -60,3 +60,27 @@ def test_a_part_containing_the_separator_or_a_control_character_is_refused(part,
 
 def test_run_tags_share_one_prefix():
     assert keys.tag("sweep") == "lab_assets/sweep"
+
+
+@pytest.mark.parametrize("first, second, named", [
+    ("a|b", "pca", "first key part 'a|b'"),
+    ("data", "", "second key part: expected a non-empty string"),
+    ("data", "x\x1f", "second key part 'x\\x1f'"),
+])
+def test_a_refused_part_is_named(first, second, named):
+    with pytest.raises(keys.BadKeyError) as e:
+        keys.cell_key(first, second)
+    assert named in str(e.value)
+
+
+def test_spaces_and_the_last_control_character_boundary():
+    # Space (32) is the first printable character: allowed; 31 is a control character: refused.
+    assert keys.parse_cell_key(keys.cell_key("swiss roll", "pca n=2")) == ("swiss roll", "pca n=2")
+    with pytest.raises(keys.BadKeyError, match="control characters"):
+        keys.cell_key("a\x1f", "b")
+
+
+@pytest.mark.parametrize("not_a_string", [None, 42, b"a|b", ("a", "b")])
+def test_parsing_a_non_string_is_a_key_error_not_a_crash(not_a_string):
+    with pytest.raises(keys.BadKeyError, match="is not a two-part partition key"):
+        keys.parse_cell_key(not_a_string)

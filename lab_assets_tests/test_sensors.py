@@ -91,3 +91,36 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     metrics = {partition.keys_by_dimension["method"] for asset, partition in parts if asset == "metrics"}
     assert metrics == {m.key for m in sweep.methods if m.method == "pca"}
     assert not any(asset == "dataset" for asset, _ in parts)
+
+
+def _submit_as_the_daemon_does(request: dg.RunRequest, backfill_id: str, tags: dict | None = None):
+    """The daemon's handling of a sensor's backfill request (dagster/_daemon/sensor.py,
+    `_submit_backfill_request`): a REQUESTED backfill in the instance, with the request's tags."""
+    from dagster._core.execution.backfill import PartitionBackfill
+
+    backfill = PartitionBackfill.from_asset_graph_subset(
+        backfill_id=backfill_id, backfill_timestamp=time.time(), tags=tags or request.tags,
+        dynamic_partitions_store=get_instance(), asset_graph_subset=request.asset_graph_subset,
+        title=None, description=None, run_config=None,
+    )
+    get_instance().add_backfill(backfill)
+    return backfill
+
+
+def test_a_tick_while_the_sweeps_backfill_runs_is_skipped_and_the_next_one_is_not(lab):
+    from dagster._core.execution.backfill import BulkActionStatus
+
+    _with_schedule(lab)
+    [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
+    backfill = _submit_as_the_daemon_does(request, "tickskip")
+
+    # The next tick comes while that backfill is still running: nothing requested, tick consumed.
+    skipped = evaluate(sweep_schedules, _cursor_before_last_tick())
+    assert skipped.run_requests == []
+    assert json.loads(skipped.cursor)["tiny"] == last_tick("0 3 * * *", time.time())
+
+    # This sweep's finished backfill does not hold the next tick back, another sweep's running one neither.
+    get_instance().update_backfill(backfill.with_status(BulkActionStatus.COMPLETED))
+    _submit_as_the_daemon_does(request, "othersweep", {SWEEP_TAG: "other"})
+    [again] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
+    assert requested_partitions(again) == requested_partitions(request)

@@ -101,6 +101,27 @@ def test_triangle_pair_large_n_boundaries():
         np.testing.assert_array_equal(j, col)
 
 
+def test_triangle_pair_where_the_float_square_root_rounds_a_row_off():
+    # n = 2**27 + 1: the float formula alone puts the last pair of rows 0-4 one row too far,
+    # and the first pair of these rows one row short (found by search; both corrections needed).
+    n = 2**27 + 1
+    early, late = np.arange(5), np.array([134206438, 134209422, 134214790, 134215403, 134217294])
+    for p, rows, cols in [(sp_module.start(early + 1, n) - 1, early, np.full(5, n - 1)),
+                          (sp_module.start(late, n), late, late + 1)]:
+        b = 2 * n - 1
+        assert (np.floor((b - np.sqrt(float(b) ** 2 - 8.0 * p)) / 2) != rows).all()  # the premise
+        i, j = sp_module.triangle_pair(p, n)
+        np.testing.assert_array_equal(i, rows)
+        np.testing.assert_array_equal(j, cols)
+
+
+def test_a_sample_of_all_pairs_but_one_leaves_out_exactly_one():
+    n, total = 30, 30 * 29 // 2
+    i, j = sp_module.pair_indices(n, total - 1, np.random.default_rng(3))
+    assert i.size == total - 1 and (i < j).all() and j.max() < n
+    assert len(set(zip(*np.triu_indices(n, 1))) - set(zip(i, j))) == 1
+
+
 @pytest.mark.parametrize("n_pairs", [40 * 39 // 2, 10**6])
 def test_spearman_all_pairs_matches_scipy(blobs, n_pairs):
     X, Z, _ = blobs
@@ -303,7 +324,10 @@ def test_silhouette_subsample(blobs):
 
 def test_silhouette_errors(blobs):
     X, Z, labels = blobs
-    with pytest.raises(ValueError, match="this dataset has no labels"):
+    from lab_assets.dr.metrics import NotApplicable
+
+    # Not applicable (null + this reason in the cell's metadata), not a failure of the cell.
+    with pytest.raises(NotApplicable, match="^silhouette needs class labels, but this dataset has no labels$"):
         METRICS["silhouette"](Neighborhoods(X, Z, k_max=0))
     continuous = Neighborhoods(X, Z, k_max=0, labels=labels.astype(float) + 0.5)
     with pytest.raises(ValueError, match="no class labels: its labels are float64"):

@@ -27,6 +27,7 @@ from typing import Any
 import dagster as dg
 
 from lab_assets.core import keys, storage
+from lab_assets.defs.failures import run_failure
 from lab_assets.defs.jobs import CORPUS, TRIAL
 from lab_assets.defs.partitions import add_keys, trial_cell_key
 from lab_assets.defs.work import Run
@@ -103,9 +104,12 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         return progress(f"waiting for run {running[0].run_id[:8]} ({what})")
 
     if not storage.exists(storage.asset_path("corpus", study.corpus.key)):
-        attempts = sum(r.tags.get(KIND_TAG) == "corpus" for r in runs)
+        corpus_runs = [r for r in runs if r.tags.get(KIND_TAG) == "corpus"]
+        attempts = len(corpus_runs)
         if attempts >= MAX_ATTEMPTS:
-            return progress(f"corpus {study.corpus.key} failed {attempts} times: see its runs", finished=True)
+            last_run = corpus_runs[0].run_id
+            return progress(f"corpus {study.corpus.key} failed {attempts} times: {run_failure(instance, last_run)} "
+                            f"[run {last_run[:8]}; full log: lab logs {last_run[:8]}]", finished=True)
         tags = {STUDY_TAG: study.name, KIND_TAG: "corpus"}
         return progress("building the corpus", Run(CORPUS, study.corpus.key, tags, run_key=f"{study.name}:corpus:{study.corpus.key}:{attempts}"))
 
@@ -116,7 +120,8 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         attempts = sum(r.tags.get(TRIAL_TAG) == trial.key for r in runs)
         if attempts < MAX_ATTEMPTS:
             return progress(f"relaunching exp{trial.exp} (resumes from its checkpoint)", _trial_launch(study, trial, attempts))
-        error = f"run {last.run_id} ended {last.status.value} {attempts} times without a result"
+        error = (f"run {last.run_id} ended {last.status.value} {attempts} times without a result: "
+                 f"{run_failure(instance, last.run_id)}")
         rows.append(ledger.append(study.name, {**trial.ledger_row(last.run_id), "status": "crash", "error": error}, trial.noise))
 
     n = len({r["trial"] for r in rows})

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from dagster import DagsterRunStatus
 
 from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.defs import inflight
+from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
@@ -41,20 +41,6 @@ def definitions():
     from lab_assets.defs.definitions import defs  # loading them costs ~1 s: not for `lab --help`
 
     return defs
-
-
-def _root_cause(error) -> str:
-    """The user's exception, not Dagster's wrapper around it."""
-    if error is None:
-        return "failed (see the run's logs)"
-    while error.cause is not None:
-        error = error.cause
-    message = error.message.strip()
-    if not error.cls_name:
-        return message
-    # Dagster's message usually starts with the class name already, sometimes fully qualified.
-    message = re.sub(rf"^(?:[\w.]+\.)?{re.escape(error.cls_name)}: ", "", message)
-    return f"{error.cls_name}: {message}"
 
 
 def _errors(event) -> list:
@@ -104,7 +90,7 @@ def _execute(run: Run, tags: dict[str, str]) -> Outcome:
         tags={**tags, **run.tags, inflight.OWNER_TAG: owner()}, raise_on_error=False,
     )
     failures = [e for e in result.all_events if e.is_step_failure]
-    errors = [_root_cause(e.step_failure_data.error) for e in failures]
+    errors = [root_cause(e.step_failure_data.error) for e in failures]
     status = MATERIALIZED if result.success else FAILED
     if not result.success and _was_interrupted(result):
         status, errors = INTERRUPTED, ["interrupted"]
