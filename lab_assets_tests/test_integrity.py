@@ -159,3 +159,12 @@ def test_reading_a_damaged_parquet_file_names_it(lab):
     storage.write_bytes(path, b"PAR1" + b"\0" * 96)
     with pytest.raises(storage.DamagedFileError, match=rf"^{path} is damaged: not a readable Parquet file \(100 bytes\)$"):
         storage.read_parquet(path)
+
+
+def test_a_damaged_table_read_by_a_command_is_one_line_naming_it(lab):
+    path = storage.asset_path("metric_table")
+    storage.write_bytes(path, b"PAR1" + b"\0" * 96)
+    out = lab_cli("query", "SELECT count(*) FROM metric_table", cwd=lab)
+    assert out.returncode == 1
+    assert out.stderr == f"lab: {path} is damaged: not a readable Parquet file (100 bytes); `lab verify <sweep file>` " \
+                         "names every damaged file and the command that recomputes it\n"

@@ -397,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     from lab_assets.core.input_files import InputError
     from lab_assets.core.settings import check_writable
+    from lab_assets.core.storage import UnreadableFileError
 
     try:
         if getattr(args, "writes", False):
@@ -408,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+    except UnreadableFileError as e:  # a file read here (a report's, lab query's tables)
+        print(f"lab: {e.problem}; `lab verify <sweep file>` names every damaged file and the command that "
+              "recomputes it", file=sys.stderr)
+        return FAILED
     except Exception as e:
         problem = _storage_problem(e)
         if problem is None:

@@ -35,11 +35,19 @@ from lab_assets.core.keys import SEPARATOR
 from lab_assets.core.settings import lab_home
 
 
-class MissingAssetError(FileNotFoundError):
+class UnreadableFileError(Exception):
+    """A file of the lab cannot be read: `problem` names it and says why, `advice` what to do."""
+
+    def __init__(self, problem: str, advice: str = ""):
+        super().__init__(f"{problem}; {advice}" if advice else problem)
+        self.problem, self.advice = problem, advice
+
+
+class MissingAssetError(UnreadableFileError):
     """An upstream file that should exist does not: materialize its partition (again) first."""
 
 
-class DamagedFileError(ValueError):
+class DamagedFileError(UnreadableFileError):
     """A file exists but cannot be read as what it should be (truncated, overwritten)."""
 
 
@@ -150,7 +158,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     try:
         return filesystem().cat_file(os.fspath(path))
     except FileNotFoundError:
-        raise MissingAssetError(f"{path} does not exist: materialize its partition first") from None
+        raise MissingAssetError(f"{path} does not exist", "materialize its partition first") from None
 
 
 def exists(path: str | os.PathLike[str]) -> bool:

@@ -134,6 +134,5 @@ def read_parquet(path: str) -> pd.DataFrame:
     pyarrow's "Could not open Parquet input source '<Buffer>'")."""
     try:
         return storage.read_parquet(path)
-    except (storage.MissingAssetError, storage.DamagedFileError) as e:
-        first = str(e).split(": materialize")[0]
-        raise type(e)(f"{first}; to recompute it: {repair_command(_sources_of(path))}") from None
+    except storage.UnreadableFileError as e:
+        raise type(e)(e.problem, f"to recompute it: {repair_command(_sources_of(path))}") from None
