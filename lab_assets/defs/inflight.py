@@ -29,6 +29,9 @@ UNFINISHED = [
     dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
 ]
 POLL_SECONDS = 0.5
+# One query per look, newest runs of the partition first: an unfinished run older than this many
+# newer ones of the same partition is not looked for.
+RECENT = 16
 
 
 class ComputedElsewhere(Exception):
@@ -49,39 +52,37 @@ def command_tags(planned_at: float) -> dict[str, str]:
     return {COMMAND_TAG: uuid.uuid4().hex[:12], PLANNED_AT_TAG: f"{planned_at:.3f}"}
 
 
-def _partition_filter(job: str, partition: str | None, statuses) -> dg.RunsFilter:
-    return dg.RunsFilter(job_name=job, statuses=statuses, tags={} if partition is None else {"dagster/partition": partition})
-
-
 def other_run(
-    instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str], before: int | None = None
+    instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str], run_id: str | None = None
 ) -> dg.RunRecord | None:
     """Another command's run of this job and partition that this one should wait for instead of
-    computing: one in flight (created before storage id `before`, when given), else a successful
-    one that ended after this command planned."""
-    mine = tags.get(COMMAND_TAG)
-
-    def others(records):
-        return [r for r in records if mine is None or r.dagster_run.tags.get(COMMAND_TAG) != mine]
-
-    flying = others(instance.get_run_records(_partition_filter(job, partition, UNFINISHED), ascending=True))
-    flying = [r for r in flying if before is None or r.storage_id < before]
+    computing: the oldest one in flight (created before run `run_id`, when given: ties go to the
+    earlier run), else a successful one that ended after this command planned."""
+    statuses = [*UNFINISHED, dg.DagsterRunStatus.SUCCESS]
+    found = instance.get_run_records(
+        dg.RunsFilter(job_name=job, statuses=statuses, tags={} if partition is None else {"dagster/partition": partition}),
+        limit=RECENT,
+    )
+    me = next((r for r in found if r.dagster_run.run_id == run_id), None) or (
+        instance.get_run_record_by_id(run_id) if run_id else None
+    )
+    command = tags.get(COMMAND_TAG)
+    others = [r for r in found if r.dagster_run.run_id != run_id and (command is None or r.dagster_run.tags.get(COMMAND_TAG) != command)]
+    flying = [r for r in others if r.dagster_run.status in UNFINISHED and (me is None or r.storage_id < me.storage_id)]
     if flying:
-        return flying[0]
+        return min(flying, key=lambda r: r.storage_id)
     if PLANNED_AT_TAG not in tags:
         return None
     planned_at = float(tags[PLANNED_AT_TAG])
-    done = others(instance.get_run_records(_partition_filter(job, partition, [dg.DagsterRunStatus.SUCCESS]), limit=8))
-    return next((r for r in done if (r.end_time or 0) > planned_at), None)
+    return next((r for r in others if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS and (r.end_time or 0) > planned_at), None)
 
 
 def claim(context: dg.AssetExecutionContext) -> None:
     """The first step of a run: stop before computing if another command's run of the same job
     and partition came first (the runner then waits for it)."""
     run = context.run
-    mine = context.instance.get_run_record_by_id(run.run_id)
     partition = run.tags.get("dagster/partition")
-    other = other_run(context.instance, run.job_name, partition, run.tags, before=mine.storage_id if mine else None)
+    other = other_run(context.instance, run.job_name, partition, run.tags, run.run_id)
     if other is not None:
         raise ComputedElsewhere(partition or run.job_name, other.dagster_run.run_id)
 
