@@ -67,9 +67,9 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
     says INTERRUPTED."""
     start, instance, job, partition = time.perf_counter(), get_instance(), job_name(run.job), name(run.partition) or None
     while True:
-        if _interrupted:
-            return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
         other = inflight.other_run(instance, job, partition, tags)
+        if _interrupted:  # Ctrl-C while idle or looking: start nothing more
+            return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
         if other is None:
             outcome = _execute(run, tags)
             other_id = inflight.elsewhere(outcome.why) if outcome.status == FAILED else None
