@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 from lab_assets.core import storage
 
-# Materialization metadata keys (defs/metadata.py records them, defs/integrity.py reads them).
-SIZE, DIGEST = "lab/size", "lab/blake2b"
 CHUNK = 1 << 20  # streamed: an artifact is never held in memory whole just to hash it
 
 

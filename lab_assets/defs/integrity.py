@@ -22,8 +22,8 @@ from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
 
 ENTRY = "integrity"
-# What a sweep's partitions write, per partition kind (the report's folder is one artifact).
-DATA_ASSETS, CELL_ASSETS, TABLE_ASSETS = ("raw_dataset", "dataset"), ("model", "embedding", "metrics"), ("metric_table", "report")
+# The assets whose files a data key's and a cell's status answer for.
+DATA_ASSETS, CELL_ASSETS = ("raw_dataset", "dataset"), ("model", "embedding", "metrics")
 
 
 @dataclass(frozen=True)

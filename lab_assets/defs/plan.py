@@ -82,8 +82,8 @@ def _intact(status: Status, damage: dict, *partitions) -> Status:
 
 
 def _damage(instance: dg.DagsterInstance, sweep: Sweep, verify: bool) -> dict:
-    parts = integrity.sweep_partitions(sweep)
-    return {(a, p): d for a, ps in parts.items() if ps for p, d in integrity.damaged(instance, a, ps, verify).items()}
+    """{(asset, partition): Damage} of the sweep's damaged files."""
+    return {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify)}
 
 
 def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False) -> SweepPlan:
