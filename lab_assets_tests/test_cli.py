@@ -52,7 +52,7 @@ def test_missing_sweep_file(lab):
 
 def test_plan_run_plan_report_in_parallel(lab):
     before = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
-    assert before["counts"] == {"missing": 4, "stale": 0, "fresh": 0}
+    assert before["counts"] == {"missing": 4, "stale": 0, "damaged": 0, "fresh": 0}
     assert len(before["cells"]) == 4 and all("|" in c["partition"] for c in before["cells"])
 
     out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "2", "--json", cwd=lab)
@@ -61,7 +61,7 @@ def test_plan_run_plan_report_in_parallel(lab):
     assert summary["materialized"] == {"datasets": 4, "cells": 4, "metric_table": 1, "report": 1}  # a dataset per cell
 
     after = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
-    assert after["counts"] == {"missing": 0, "stale": 0, "fresh": 4}
+    assert after["counts"] == {"missing": 0, "stale": 0, "damaged": 0, "fresh": 4}
     assert after["report"]["status"] == "fresh"
 
     report = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)

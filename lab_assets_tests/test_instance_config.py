@@ -41,7 +41,7 @@ def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     assert not list(home.rglob("storage/*.db"))  # no per-run databases
     # Right after a 2-worker sweep nothing is stale (the asset row's newest-materialization race).
     plan = make_plan(sweep, inst, definitions().resolve_asset_graph())
-    assert plan.counts == {"missing": 0, "stale": 0, "fresh": 4}
+    assert plan.counts == {"missing": 0, "stale": 0, "damaged": 0, "fresh": 4}
 
 
 def test_project_storage_setting_wins(tmp_path):

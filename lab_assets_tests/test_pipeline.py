@@ -23,7 +23,7 @@ from lab_assets.runner.run import MATERIALIZED
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS
-from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.plan import DAMAGED, FRESH, MISSING, STALE, make_plan
 from lab_assets.dr.sweep import load_sweep
 
 LINEAGE_KEYS = {
@@ -64,7 +64,7 @@ def test_tiny_sweep_end_to_end(lab):
     sha = commit_project(lab)
     assert len(sha) == 40
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert plan(sweep).counts == {MISSING: 4, STALE: 0, FRESH: 0}
+    assert plan(sweep).counts == {MISSING: 4, STALE: 0, DAMAGED: 0, FRESH: 0}
 
     started = time.perf_counter()
     result = run_sweep(sweep, workers=1)
@@ -117,7 +117,7 @@ def test_tiny_sweep_end_to_end(lab):
     assert (report_dir / "embeddings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Nothing to do the second time.
-    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 4}
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: 4}
     again = run_sweep(sweep, workers=1)
     assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
     assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4  # datasets: per data key and again.count("report", FRESH) == 1

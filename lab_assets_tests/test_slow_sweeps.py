@@ -14,7 +14,7 @@ from sklearn.neighbors import NearestNeighbors
 from benchmarks.run_all import SCALING_SWEEP  # the performance suite's 1,000 cells
 from lab_assets_tests.conftest import REPO
 from lab_assets.core import keys, storage
-from lab_assets.defs.plan import FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.plan import DAMAGED, FRESH, MISSING, STALE, make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
@@ -62,7 +62,7 @@ def test_bundled_sweep_full_size(lab, name, ks):
     shutil.copyfile(REPO / "sweeps" / f"{name}.yaml", lab / "sweeps" / f"{name}.yaml")
     sweep = load_sweep(lab / "sweeps" / f"{name}.yaml")
     n = len(sweep.cells)
-    assert plan(sweep).counts == {MISSING: n, STALE: 0, FRESH: 0}
+    assert plan(sweep).counts == {MISSING: n, STALE: 0, DAMAGED: 0, FRESH: 0}
     result = run_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped, [(o.partition, o.why) for o in result.failed + result.skipped]
     assert result.count("cells") == n and result.count("datasets") == n  # a dataset partition per cell
@@ -70,7 +70,7 @@ def test_bundled_sweep_full_size(lab, name, ks):
     assert checked == 3 * len(ks) * n
     # The report of the sweep exists, and a re-run has nothing to do.
     assert (lab / ".lab" / "reports" / name / "metrics.parquet").stat().st_size > 0
-    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: n}
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: n}
     if name == "demo":
         # reconstruction_error: a value for the invertible methods, null (with its reason) elsewhere.
         [column] = [c for c in table.columns if c.startswith("reconstruction_error")]
@@ -84,12 +84,12 @@ def test_one_thousand_cells(lab):
     (lab / "sweeps" / "scaling.yaml").write_text(SCALING_SWEEP)
     sweep = load_sweep(lab / "sweeps" / "scaling.yaml")
     assert len(sweep.cells) == 1000
-    assert plan(sweep).counts == {MISSING: 1000, STALE: 0, FRESH: 0}
+    assert plan(sweep).counts == {MISSING: 1000, STALE: 0, DAMAGED: 0, FRESH: 0}
     result = run_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped
     assert result.count("cells") == 1000 and result.count("datasets") == 1000  # a dataset partition per cell
     # Every cell fresh afterwards (the late asset-row update once left ~5 in 1,000 stale).
-    assert plan(sweep).counts == {MISSING: 0, STALE: 0, FRESH: 1000}
+    assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: 1000}
     table = pd.read_parquet(storage.asset_path("metric_table"))
     assert len(table) == 1000 and table["trustworthiness@k=5"].between(0, 1).all()
     # Spot-check values against scikit-learn from the stored files.

@@ -16,6 +16,8 @@ from pathlib import Path
 
 BAD_INPUT, FAILED = 2, 1
 INTERRUPTED = 130  # Ctrl-C, as a shell reports a SIGINT
+VERIFY_HELP = ("find damaged files by content hash (reads every file), not only by size: a corruption that "
+               "kept the size is then recomputed")
 
 
 def _load(path: str):
@@ -60,7 +62,7 @@ def _progress_factory(enabled: bool):
 def cmd_plan(args: argparse.Namespace) -> int:
     from lab_assets.runner.sweeps import plan as make_plan
 
-    plan = make_plan(_load(args.file))
+    plan = make_plan(_load(args.file), args.verify)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
@@ -83,21 +85,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     text = _read(args.file)
     # A no-op answered from what the last no-op saved, without loading Dagster (runner/noop_cache.py).
-    cache = None if args.submit or text is None else _noop_cache(args.file, text)
+    # `--verify` hashes every file: never answered without looking.
+    cache = None if args.submit or args.verify or text is None else _noop_cache(args.file, text)
     if cache is not None and (answer := cache.load()) is not None:
         _print_noop(answer, args.json, time.perf_counter() - start)
         return 0
 
     from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
     from lab_assets.dr.sweep import parse_sweep
-    from lab_assets.runner.run import FRESH
+    from lab_assets.runner.run import FRESH, WAITED
     from lab_assets.runner.sweeps import run_sweep
     from lab_assets.runner.webserver import SubmitError
 
     sweep = _load(args.file) if text is None else parse_sweep(text.decode(), args.file)
     progress = _progress_factory(not args.json and not args.quiet)
     try:
-        result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit,
+        result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit, verify=args.verify,
                            registered=cache.mark if cache is not None else None)
     except SubmitError as e:
         print(f"lab: {e}", file=sys.stderr)
@@ -108,6 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_problems(result, getattr(args, "verbose", False))
         print(f"interrupted: {_cells_done(result)} of {len(sweep.cells)} cells done; run again to continue",
               file=sys.stderr)
+        if result.left_running:
+            # Submitted runs belong to the webserver's instance: stopping this command stops none of them.
+            print(f"the {len(result.left_running)} runs submitted to {args.submit} keep running there (cancel them in "
+                  "its UI); running again waits for them instead of starting them again", file=sys.stderr)
         return INTERRUPTED
     failed = result.failed
     if args.json:
@@ -118,6 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "before": result.before.counts,
             "materialized": {job: result.count(job) for job in jobs},
             "fresh": {job: result.count(job, FRESH) for job in jobs},
+            # computed by another command's run that this one found in flight and waited for
+            "waited": {job: result.count(job, WAITED) for job in jobs},
             "failed": [o.to_json() for o in failed],
             "skipped": [o.to_json() for o in result.skipped],
             "report": _report_dir(sweep.name),
@@ -125,6 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(_ran(sweep.name, result.count(DATASETS), result.count(CELLS), result.count(CELLS, FRESH), len(failed),
                    result.seconds))
+        if result.of(WAITED):
+            print(f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
+                  "in another command: waited for, not computed again")
         _print_problems(result, args.verbose)
         _print_report(sweep)
     if args.json and args.verbose:
@@ -161,6 +173,7 @@ def _save_noop(cache, sweep, result) -> None:
     import contextlib
     import io
 
+    from lab_assets.defs.integrity import artifact_paths
     from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
     from lab_assets.runner.run import FRESH
     from lab_assets.runner.sweeps import plan
@@ -182,7 +195,7 @@ def _save_noop(cache, sweep, result) -> None:
         "cells": len(now.cells),
         "report": out,
         "report_text": report.getvalue(),
-    }, [f"{out}/summary.parquet", f"{out}/comparisons.parquet", f"{out}/metrics.parquet"])
+    }, [f"{out}/summary.parquet", f"{out}/comparisons.parquet", f"{out}/metrics.parquet", *artifact_paths(sweep)])
 
 
 def _print_noop(answer: dict, as_json: bool, seconds: float) -> None:
@@ -200,10 +213,10 @@ def _print_noop(answer: dict, as_json: bool, seconds: float) -> None:
 def _cells_done(result) -> int:
     """Cells fresh before the run plus those materialized by it."""
     from lab_assets.defs.jobs import CELLS
-    from lab_assets.runner.run import MATERIALIZED
+    from lab_assets.runner.run import MATERIALIZED, WAITED
 
     before = {c.partition for c in result.before.cells if c.status == "fresh"} if result.before else set()
-    return len(before | {o.partition for o in result.of(MATERIALIZED, CELLS)})
+    return len(before | {o.partition for o in result.of(MATERIALIZED, CELLS) + result.of(WAITED, CELLS)})
 
 
 def _print_problems(result, verbose: bool = False) -> None:
@@ -262,6 +275,21 @@ def _print_report(sweep, cells: bool = False) -> None:
         print(tables.summary_text(summary, comparisons, _width()))
     print(f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
           "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from lab_assets.defs.integrity import repair_command
+    from lab_assets.runner.sweeps import verify
+
+    sweep = _load(args.file)
+    damaged = verify(sweep)
+    for d in damaged:
+        print(f"DAMAGED {d}; to recompute it: {repair_command([sweep.source], d.content_only)}")
+    if damaged:
+        print(f"sweep {sweep.name}: {len(damaged)} damaged artifacts", file=sys.stderr)
+        return FAILED
+    print(f"sweep {sweep.name}: every recorded artifact is intact (sizes and content hashes)")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -384,6 +412,7 @@ def parser() -> argparse.ArgumentParser:
     plan = sweep.add_parser("plan", help="dry run: the grid, its keys, and which cells are fresh/stale/missing")
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
+    plan.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     plan.set_defaults(fn=cmd_plan, writes=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
@@ -391,6 +420,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="machine-readable summary, no progress bar")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
+    run.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run, writes=True)
@@ -402,6 +432,11 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--json", action="store_true")
     report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     report.set_defaults(fn=cmd_report, writes=True)
+
+    verify = sub.add_parser("verify", help="check every artifact of a sweep against the size and content hash "
+                            "recorded when it was written; one line per damaged one, with the command that repairs it")
+    verify.add_argument("file")
+    verify.set_defaults(fn=cmd_verify)
 
     logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
     logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")
@@ -445,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     from lab_assets.core.input_files import InputError
     from lab_assets.core.settings import check_writable
+    from lab_assets.core.storage import UnreadableFileError
 
     try:
         if getattr(args, "writes", False):
@@ -456,6 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+    except UnreadableFileError as e:  # a file read here (a report's, lab query's tables)
+        print(f"lab: {e.problem}; `lab verify <sweep file>` names every damaged file and the command that "
+              "recomputes it", file=sys.stderr)
+        return FAILED
     except Exception as e:
         problem = _storage_problem(e)
         if problem is None:

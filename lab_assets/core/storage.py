@@ -17,6 +17,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Callable
 from functools import cache
@@ -33,8 +35,20 @@ from lab_assets.core.keys import SEPARATOR
 from lab_assets.core.settings import lab_home
 
 
-class MissingAssetError(FileNotFoundError):
+class UnreadableFileError(Exception):
+    """A file of the lab cannot be read: `problem` names it and says why, `advice` what to do."""
+
+    def __init__(self, problem: str, advice: str = ""):
+        super().__init__(f"{problem}; {advice}" if advice else problem)
+        self.problem, self.advice = problem, advice
+
+
+class MissingAssetError(UnreadableFileError):
     """An upstream file that should exist does not: materialize its partition (again) first."""
+
+
+class DamagedFileError(UnreadableFileError):
+    """A file exists but cannot be read as what it should be (truncated, overwritten)."""
 
 
 def root() -> str:
@@ -82,12 +96,16 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    return path
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> str:
@@ -99,11 +117,48 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> str:
     return path
 
 
+def replace_folder(path: str, files: dict[str, bytes]) -> dict[str, str]:
+    """Replace the folder `path` by exactly `files` ({name: bytes}) as a whole: a reader sees the
+    previous set or the new one, never a mix. Returns {name: path}.
+
+    Local disk: the files go into a new hidden version folder beside it ('.<name>.<random>'),
+    then the symbolic link `path` is swapped to it in one rename and the previous version is
+    removed (a plain folder left by an older version is moved aside first). Object stores have no
+    atomic multi-object swap: every file is complete in memory before the first PUT, so a failure
+    while building the report leaves the previous one untouched, and each object is all or
+    nothing."""
+    paths = {name: f"{path}/{name}" for name in files}
+    if not is_local():
+        for name, data in files.items():
+            write_bytes(paths[name], data)
+        return paths
+    target = Path(filesystem()._strip_protocol(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    version = target.with_name(f".{target.name}.{secrets.token_hex(6)}")
+    version.mkdir()  # not mkdtemp: its 0700 would hide the report from the folder's other readers
+    try:
+        for name, data in files.items():
+            atomic_write(version / name, lambda tmp, data=data: tmp.write_bytes(data))
+        link = version.with_name(version.name + ".link.tmp")
+        link.symlink_to(version.name)
+        previous = target.resolve() if target.is_symlink() else None
+        if target.is_dir() and not target.is_symlink():
+            previous = target.rename(target.with_name(f"{version.name}.old"))
+        os.replace(link, target)
+    except BaseException:
+        shutil.rmtree(version, ignore_errors=True)
+        raise
+    _fsync_dir(target.parent)
+    if previous is not None and previous != version:
+        shutil.rmtree(previous, ignore_errors=True)
+    return paths
+
+
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     try:
         return filesystem().cat_file(os.fspath(path))
     except FileNotFoundError:
-        raise MissingAssetError(f"{path} does not exist: materialize its partition first") from None
+        raise MissingAssetError(f"{path} does not exist", "materialize its partition first") from None
 
 
 def read_many(paths: list[str]) -> dict[str, bytes]:
@@ -115,6 +170,14 @@ def exists(path: str | os.PathLike[str]) -> bool:
     return filesystem().exists(os.fspath(path))
 
 
+def size(path: str | os.PathLike[str]) -> int | None:
+    """The file's size in bytes, None if it does not exist: one stat (one HEAD on object stores)."""
+    try:
+        return filesystem().size(os.fspath(path))
+    except FileNotFoundError:
+        return None
+
+
 def glob(pattern: str) -> list[str]:
     """Matching paths, as full URLs under the root, sorted. Temporaries ('.'-names) never match."""
     fs = filesystem()
@@ -122,19 +185,27 @@ def glob(pattern: str) -> list[str]:
     return sorted(found if is_local() else (fs.unstrip_protocol(p) for p in found))
 
 
-def write_parquet(path: str, df: pd.DataFrame, metadata: dict[str, Any] | None = None) -> str:
-    """Write a table with its provenance as JSON in the Parquet footer (readable by any tool)."""
+def parquet_bytes(df: pd.DataFrame, metadata: dict[str, Any] | None = None) -> bytes:
+    """A table as a Parquet file, with its provenance as JSON in the footer (readable by any tool)."""
     table = pa.Table.from_pandas(df, preserve_index=False)
     if metadata:
         extra = {b"lab_assets": json.dumps(metadata, sort_keys=True, default=str).encode()}
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
-    return write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_parquet(path: str, df: pd.DataFrame, metadata: dict[str, Any] | None = None) -> str:
+    return write_bytes(path, parquet_bytes(df, metadata))
 
 
 def read_parquet(path: str, columns: list[str] | None = None) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(read_bytes(path)), columns=columns)
+    data = read_bytes(path)
+    try:
+        return pd.read_parquet(io.BytesIO(data), columns=columns)
+    except (pa.ArrowException, OSError):  # pyarrow's message names a '<Buffer>', never the file
+        raise DamagedFileError(f"{path} is damaged: not a readable Parquet file ({len(data)} bytes)") from None
 
 
 def parquet_provenance(path: str) -> dict[str, Any]:

@@ -6,11 +6,16 @@ from typing import Any
 
 import dagster as dg
 
+from lab_assets.core.integrity import Fingerprint
 from lab_assets.core.lineage import Timing
+from lab_assets.defs import integrity
 
 
-def materialization_metadata(prov: dict[str, Any], timing: Timing, rows: int, path: str, **extra: Any) -> dict[str, Any]:
-    """Dagster metadata for a materialization: provenance, timing, size and where the file is."""
+def materialization_metadata(
+    prov: dict[str, Any], timing: Timing, rows: int, path: str, files: dict[str, Fingerprint] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """Dagster metadata for a materialization: provenance, timing, size, where the file is and its
+    fingerprint (`files`: those of a folder's files, when `path` is a folder)."""
     return {
         "config": dg.MetadataValue.json(prov["config"]),
         "seed": prov["seed"] if prov["seed"] is not None else "n/a",
@@ -24,5 +29,6 @@ def materialization_metadata(prov: dict[str, Any], timing: Timing, rows: int, pa
         "compute_seconds": round(timing.compute_seconds, 4),
         "dagster/row_count": rows,
         "path": dg.MetadataValue.path(path),
+        **(integrity.file_metadata(path) if files is None else integrity.metadata(files)),
         **extra,
     }

@@ -1,24 +1,29 @@
 """Which partitions of a sweep are fresh, stale or missing, read from Dagster's own records.
 
 The answer comes from Dagster's stale-status resolver (the one behind the UI's "stale" badges),
-plus one check the resolver cannot make yet: a spec whose current version differs from the last
+plus two checks the resolver cannot make: a spec whose current version differs from the last
 observed one (edited method code, a changed user file) marks its cells stale before it has been
-observed. Nothing here writes anything.
+observed, and a fresh partition whose file is missing or no longer what was written
+(defs/integrity.py: sizes, or hashes with `verify`) is "damaged", so the next run recomputes it.
+Nothing here writes anything.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 
 import dagster as dg
 
 from lab_assets.core import keys
 from lab_assets.dr import keystore
+from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader, Status
 
-_RANK = {FRESH: 0, STALE: 1, MISSING: 2}
+DAMAGED = "damaged"  # fresh by Dagster's records, but a file is missing or not what was written
+_RANK = {FRESH: 0, STALE: 1, DAMAGED: 2, MISSING: 3}
 
 
 @dataclass
@@ -41,10 +46,11 @@ class SweepPlan:
     report: Status
     # The cells whose own dataset partition is missing or stale (a dataset is partitioned by cell).
     pending_datasets: dict[tuple[str, str], Status] = field(default_factory=dict)
+    planned_at: float = 0.0  # when the plan started looking (epoch seconds): runs that end later are news to it
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, FRESH)}
+        self.counts = {s: sum(c.status == s for c in self.cells) for s in (MISSING, STALE, DAMAGED, FRESH)}
 
     def pending_cells(self) -> list[CellPlan]:
         return [c for c in self.cells if c.status != FRESH]
@@ -67,11 +73,25 @@ def _worst(*statuses: Status) -> Status:
     return max(statuses, key=lambda s: _RANK[s.status])
 
 
-def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepPlan:
+def _intact(status: Status, damage: dict, *partitions) -> Status:
+    """A fresh status, unless a file of one of these (asset, partition)s is damaged."""
+    found = [damage[p] for p in partitions if p in damage]
+    return Status(DAMAGED, str(found[0])) if status.status == FRESH and found else status
+
+
+def _damage(instance: dg.DagsterInstance, sweep: Sweep, verify: bool) -> dict:
+    """{(asset, partition): Damage} of the sweep's damaged files."""
+    return {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify)}
+
+
+def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
     Datasets are partitioned by cell (defs/partitions.py): a data key's status is the worst of its
-    cells' dataset partitions, and a cell is pending when its own dataset partition is."""
+    cells' dataset partitions, and a cell is pending when its own dataset partition is.
+    `verify`: compare the files' content hashes too, not only their sizes."""
+    planned_at = time.time()
     r = StaleStatusReader(instance, asset_graph)
+    damage = _damage(instance, sweep, verify)
     known = set(instance.get_dynamic_partitions("cell"))
 
     others = [s for s in keystore.sweeps() if s.name != sweep.name]
@@ -90,7 +110,8 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
         if r.observed("data_spec", key) != data_versions[d]:
             data_status[d, m] = Status(STALE, "dataset code, libraries or input file changed")
         else:
-            data_status[d, m] = _worst(r.status("raw_dataset", key), r.status("dataset", key))
+            data_status[d, m] = _intact(_worst(r.status("raw_dataset", key), r.status("dataset", key)), damage,
+                                        *((a, key) for a in integrity.DATA_ASSETS))
         ds = data_status[d, m]
         if ds.status != FRESH:
             status = Status(ds.status, f"dataset {ds.status}")
@@ -100,6 +121,7 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
             status = _worst(r.status("embedding", key), r.status("metrics", key))
             if status.status == FRESH and metrics_drift:
                 status = Status(STALE, "metric suite changed")
+            status = _intact(status, damage, *((a, str(key)) for a in integrity.CELL_ASSETS))
         cells.append(CellPlan(d, m, status.status, status.reason))
 
     datasets = {d.key: _worst(*(s for (dk, _), s in data_status.items() if dk == d.key)) for d in sweep.data}
@@ -109,4 +131,5 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph) -> SweepP
         report = Status(STALE, "cells pending")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
-    return SweepPlan(sweep, datasets, cells, report, {k: s for k, s in data_status.items() if s.status != FRESH})
+        report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))
+    return SweepPlan(sweep, datasets, cells, report, {k: s for k, s in data_status.items() if s.status != FRESH}, planned_at)

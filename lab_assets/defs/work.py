@@ -17,6 +17,7 @@ import dagster as dg
 
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
+from lab_assets.defs.inflight import command_tags
 from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, job_name
 from lab_assets.defs.plan import FRESH, SweepPlan
 from lab_assets.dr.methods import METHODS
@@ -111,7 +112,9 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     due = bool(datasets.runs or cells.runs) or plan.report.status != FRESH
     return Work(
         (datasets, cells, _tables(sweep, due)),
-        {SWEEP_TAG: sweep.name},
+        # The command's tags: a run of another command in flight for the same partition is waited
+        # for, not repeated (defs/inflight.py).
+        {SWEEP_TAG: sweep.name, **command_tags(plan.planned_at)},
         None if recheck is None else lambda: sweep_work(recheck()),
     )
 

@@ -1,4 +1,4 @@
-"""The report's figures: an embeddings grid coloured by label, and metric-vs-k curves."""
+"""The report's figures, as PNG bytes: an embeddings grid coloured by label, and metric-vs-k curves."""
 
 from __future__ import annotations
 
@@ -11,19 +11,17 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lab_assets.core.storage import write_bytes  # noqa: E402
-
 METRIC_AT_K = re.compile(r"^(?P<metric>[a-z_]+)@k=(?P<k>\d+)(?P<rest>(,.*)?)$")
 
 
-def _save(fig: plt.Figure, path: str) -> str:
+def _png(fig: plt.Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-    return write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: str) -> str:
+def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
     """One panel per (data row, method column), in the order given; `panels[(data, method)]` is
     an embedding table."""
     rows = list(dict.fromkeys(d for d, _ in panels))
@@ -47,10 +45,10 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame], path: str) -> s
                 ax.scatter(df["z0"], y, c=df["label"], s=2, cmap="Spectral", linewidths=0)
             else:
                 ax.scatter(df["z0"], y, s=2, linewidths=0)
-    return _save(fig, path)
+    return _png(fig)
 
 
-def metric_curves(table: pd.DataFrame, path: str) -> str:
+def metric_curves(table: pd.DataFrame) -> bytes:
     """Metric vs k, one panel per (metric, dataset), one line per method: mean over seeds with
     the min-max spread shaded."""
     long = []
@@ -62,7 +60,7 @@ def metric_curves(table: pd.DataFrame, path: str) -> str:
     if not long:
         fig = plt.figure(figsize=(4, 1))
         fig.text(0.5, 0.5, "no metric with a k parameter", ha="center")
-        return _save(fig, path)
+        return _png(fig)
     data = pd.concat(long).dropna(subset=["value"])
     metrics, datasets = list(dict.fromkeys(data["metric"])), list(dict.fromkeys(data["dataset_label"]))
     fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.2 * len(datasets), 2.6 * len(metrics)), squeeze=False)
@@ -79,4 +77,4 @@ def metric_curves(table: pd.DataFrame, path: str) -> str:
             ax.tick_params(labelsize=7)
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.tight_layout()
-    return _save(fig, path)
+    return _png(fig)

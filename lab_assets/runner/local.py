@@ -17,13 +17,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import cache
 
+from dagster import DagsterRunStatus
+
 from lab_assets.core.fast_exit import skip_final_collections
 from lab_assets.core.threads import SINGLE_THREADED
+from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run
-from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, Interrupted, Outcome, name
+from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
+from lab_assets.runtime.orphans import owner
 
 # The run's full event log is in the instance (`lab logs <run>`, the UI); the terminal gets one
 # line per failure from the caller, never Dagster's own step-failure traces (logged at ERROR).
@@ -58,14 +62,33 @@ def _was_interrupted(result) -> bool:
 
 
 def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
-    """One Dagster run of one partition, in this process. Ctrl-C during the run: Dagster fails
-    the run; the outcome says INTERRUPTED."""
+    """One Dagster run of one partition, in this process, unless another command has the same
+    run in flight (defs/inflight.py): then its run is waited for (WAITED), or, if it fails or is
+    stopped, this one runs after all. Ctrl-C during the run: Dagster fails the run; the outcome
+    says INTERRUPTED."""
+    start, instance, job, partition = time.perf_counter(), get_instance(), job_name(run.job), name(run.partition) or None
+    while True:
+        other = inflight.other_run(instance, job, partition, tags)
+        if _interrupted:  # Ctrl-C while idle or looking: start nothing more
+            return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
+        if other is None:
+            outcome = _execute(run, tags)
+            other_id = inflight.elsewhere(outcome.why) if outcome.status == FAILED else None
+            if other_id is None:
+                return outcome
+        else:
+            other_id = other.dagster_run.run_id
+        done = inflight.wait(instance, other_id, stop=lambda: _interrupted)
+        if done is not None and done.status == DagsterRunStatus.SUCCESS:
+            return Outcome(run.job, name(run.partition), WAITED, f"computed by run {other_id[:8]} of another command",
+                           time.perf_counter() - start, other_id)
+
+
+def _execute(run: Run, tags: dict[str, str]) -> Outcome:
     start = time.perf_counter()
-    if _interrupted:
-        return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
     result = definitions().resolve_job_def(job_name(run.job)).execute_in_process(
         instance=get_instance(), partition_key=run.partition, run_config=QUIET,
-        tags={**tags, **run.tags}, raise_on_error=False,
+        tags={**tags, **run.tags, inflight.OWNER_TAG: owner()}, raise_on_error=False,
     )
     failures = [e for e in result.all_events if e.is_step_failure]
     errors = [root_cause(e.step_failure_data.error) for e in failures]

@@ -20,21 +20,25 @@ from lab_assets.defs.work import Run, Work
 MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"
 # A run stopped by Ctrl-C (SIGINT): Dagster marks it failed; the summary counts it apart.
 INTERRUPTED = "interrupted"
+# Another command had the partition in flight (defs/inflight.py): this one waited for its run.
+WAITED = "waited"
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C reached a target: the outcomes of the runs it saw finish (or stop) before it returned."""
+    """Ctrl-C reached a target: the outcomes of the runs it saw finish (or stop) before it
+    returned, and the runs it leaves running elsewhere (a webserver's)."""
 
-    def __init__(self, outcomes: Sequence[Outcome] = ()):
+    def __init__(self, outcomes: Sequence[Outcome] = (), left_running: Sequence[str] = ()):
         super().__init__()
         self.outcomes = list(outcomes)
+        self.left_running = list(left_running)
 
 
 @dataclass
 class Outcome:
     job: str  # the run's kind (defs/jobs.py)
     partition: str
-    status: str  # MATERIALIZED, FRESH, FAILED or SKIPPED
+    status: str  # MATERIALIZED, FRESH, WAITED, FAILED or SKIPPED
     why: str = ""  # the root cause of a failure, what a skipped run needed, why a partition is fresh
     seconds: float = 0.0
     run_id: str = ""
@@ -42,7 +46,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status in (MATERIALIZED, FRESH)
+        return self.status in (MATERIALIZED, FRESH, WAITED)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -71,6 +75,7 @@ class Result:
     seconds: float = 0.0
     before: SweepPlan | None = None  # the plan a sweep's work was derived from
     interrupted: bool = False  # Ctrl-C: the work stopped early; outcomes are what finished before
+    left_running: list[str] = field(default_factory=list)  # Ctrl-C: run ids that go on where they were submitted
 
     def of(self, status: str, job: str | None = None) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status and job in (None, o.job)]
@@ -110,6 +115,7 @@ def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
         # Ctrl-C: the target stopped its runs (Dagster marks them failed); what finished counts.
         seen = {(o.job, o.partition, o.run_id) for o in result.outcomes}
         result.outcomes += [o for o in getattr(e, "outcomes", []) if (o.job, o.partition, o.run_id) not in seen]
+        result.left_running = getattr(e, "left_running", [])
         result.interrupted = True
     return result
 

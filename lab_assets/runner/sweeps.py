@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.plan import SweepPlan, make_plan
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
@@ -15,28 +16,37 @@ from lab_assets.runner.webserver import Webserver
 from lab_assets.runtime.instance import get_instance
 
 
-def plan(sweep: Sweep) -> SweepPlan:
-    """What is fresh, stale or missing now (read-only)."""
-    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
+def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
+    """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
+    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify)
 
 
-def register_and_plan(sweep: Sweep) -> SweepPlan:
+def register_and_plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     register(get_instance(), sweep)
-    return plan(sweep)
+    return plan(sweep, verify)
 
 
-def run_sweep(sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
-              registered: Callable[[], None] | None = None) -> Result:
-    """Materialize the sweep's missing or stale partitions: on `workers` local processes (default
-    one per core), or through the webserver at `submit`. `registered` is called once the sweep is
+def verify(sweep: Sweep) -> list[Damage]:
+    """Every artifact of the sweep whose file is missing or differs from what was written
+    (content hashes: reads every file). Read-only."""
+    return sweep_damage(get_instance(), sweep, full=True)
+
+
+def run_sweep(
+    sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
+    verify: bool = False, registered: Callable[[], None] | None = None,
+) -> Result:
+    """Materialize the sweep's missing, stale or damaged partitions: on `workers` local processes
+    (default one per core), or through the webserver at `submit`. `verify`: find damaged files by
+    their content hashes, not only their sizes. `registered` is called once the sweep is
     registered, before it is planned (`noop_cache.NoopCache.mark`)."""
     start = time.perf_counter()
     register(get_instance(), sweep)
     if registered is not None:
         registered()
-    before = plan(sweep)
+    before = plan(sweep, verify)
     # Planned again after the datasets ran: one plan is a stale-status query per cell (~15 ms).
-    work = sweep_work(before, recheck=lambda: plan(sweep))
+    work = sweep_work(before, recheck=lambda: plan(sweep, verify))
     target = Webserver(submit) if submit else LocalWorkers(min(workers or default_workers(), len(before.pending_cells())))
     with target:
         result = run(work, target, progress or no_progress)

@@ -5,6 +5,10 @@ Each run is launched by job name with its partition's tags through the webserver
 queue's limits apply, and with K8sRunLauncher each run is one Kubernetes Job whose pod carries
 the method's `resources:` (the run's `dagster-k8s/config` tag). This target waits until every
 run of a batch has finished, so the runner's phases keep their order.
+
+A run that another command has in flight (defs/inflight.py) is waited for, not launched again.
+Ctrl-C stops this command only: the runs already submitted belong to the webserver's instance
+and keep running there (cancel them in its UI); a new `lab sweep run` waits for them.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from urllib.parse import urlsplit
 
 from dagster import DagsterRunStatus
 
+from lab_assets.defs import inflight
 from lab_assets.defs.jobs import job_name, partition_tags
 from lab_assets.defs.work import Run
-from lab_assets.runner.run import FAILED, MATERIALIZED, Outcome, name
+from lab_assets.runner.run import FAILED, MATERIALIZED, WAITED, Interrupted, Outcome, name
+from lab_assets.runtime.instance import get_instance
 
 DONE = {DagsterRunStatus.SUCCESS: MATERIALIZED, DagsterRunStatus.FAILURE: FAILED, DagsterRunStatus.CANCELED: FAILED}
 POLL_SECONDS = 1.0
@@ -75,22 +81,47 @@ class Webserver:
         tags = {**tags, **run.tags, **partition_tags(run.job, run.partition)}
         return self._call(what, self.client.submit_job_execution, job_name(run.job), tags=tags)
 
+    def _other(self, r: Run, tags: dict[str, str]) -> str | None:
+        """Another command's run of `r` to wait for instead (defs/inflight.py)."""
+        other = inflight.other_run(get_instance(), job_name(r.job), name(r.partition) or None, tags)
+        return None if other is None else other.dagster_run.run_id
+
     def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
         start = time.perf_counter()
-        pending = {self._launch(r, tags): r for r in runs}
-        outcomes = []
-        while pending:
-            time.sleep(POLL_SECONDS)
-            unfinished = 0
-            for run_id, r in list(pending.items()):
-                if unfinished == POLL_WINDOW:
-                    break
-                status = self._call(f"status of run {run_id}", self.client.get_run_status, run_id)
-                if status not in DONE:
-                    unfinished += 1
-                    continue
-                del pending[run_id]
-                why = "" if status == DagsterRunStatus.SUCCESS else f"run {status.value.lower()}: see run {run_id} in the UI"
-                outcomes.append(Outcome(r.job, name(r.partition), DONE[status], why, time.perf_counter() - start, run_id))
-                on_done(outcomes[-1])
+        pending: dict[str, tuple[Run, bool]] = {}  # run id -> (run, launched by this command)
+        outcomes: list[Outcome] = []
+        try:
+            for r in runs:
+                other = self._other(r, tags)
+                pending[other or self._launch(r, tags)] = (r, other is None)
+            while pending:
+                time.sleep(POLL_SECONDS)
+                self._poll(pending, tags, outcomes, on_done, start)
+        except KeyboardInterrupt:
+            raise Interrupted(outcomes, [run_id for run_id, (_, ours) in pending.items() if ours]) from None
         return outcomes
+
+    def _poll(self, pending, tags, outcomes: list[Outcome], on_done, start: float) -> None:
+        unfinished = 0
+        for run_id, (r, ours) in list(pending.items()):
+            if unfinished == POLL_WINDOW:
+                break
+            status = self._call(f"status of run {run_id}", self.client.get_run_status, run_id)
+            if status not in DONE:
+                unfinished += 1
+                continue
+            del pending[run_id]
+            if status != DagsterRunStatus.SUCCESS:
+                # Ours stopped for another command's run: wait for that one. Theirs failed: ours after all.
+                other = self._other(r, tags) if ours else None
+                if other is not None or not ours:
+                    pending[other or self._launch(r, tags)] = (r, other is None)
+                    continue
+            seconds = time.perf_counter() - start
+            if status == DagsterRunStatus.SUCCESS:
+                why = "" if ours else f"computed by run {run_id[:8]} of another command"
+                outcomes.append(Outcome(r.job, name(r.partition), MATERIALIZED if ours else WAITED, why, seconds, run_id))
+            else:
+                why = f"run {status.value.lower()}: see run {run_id} in the UI"
+                outcomes.append(Outcome(r.job, name(r.partition), FAILED, why, seconds, run_id))
+            on_done(outcomes[-1])

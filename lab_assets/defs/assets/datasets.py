@@ -14,7 +14,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
@@ -96,6 +96,7 @@ def data_key(context: dg.AssetExecutionContext) -> str:
 @dg.asset(partitions_def=CELL, deps=[data_spec], group_name=GROUP, code_version=CODE_VERSION, kinds={"parquet"})
 def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The dataset as generated, bundled or read from the user's file, before any splitting."""
+    inflight.claim(context)
     key = data_key(context)
     config = keystore.data_config(key)
     entry = DATASETS[config.dataset]
@@ -120,7 +121,7 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     key = data_key(context)
     config = keystore.data_config(key)
     with lineage.timed() as t:
-        df = storage.read_parquet(storage.asset_path("raw_dataset", key))
+        df = integrity.read_parquet(storage.asset_path("raw_dataset", key))
         raw_rows = len(df)
         n_test = int(round(TEST_FRACTION * len(df)))
         split = np.full(len(df), "train", dtype=object)

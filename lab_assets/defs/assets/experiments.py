@@ -11,7 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage, tracking
@@ -80,10 +80,11 @@ CELL_INPUTS = [dataset, method_spec]
 def model_and_embedding(context: dg.AssetExecutionContext):
     """Fit the cell's method (training and storing a model where it has one), then embed every
     row. One step: fitting and embedding share the fitted estimator in memory."""
+    inflight.claim(context)
     data_key, method_key, cell = _cell(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = METHODS[method.method]
-    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     estimator = entry(data.seed, **method.params)
     trainable = entry.trainable
@@ -194,10 +195,10 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     cell_sweeps = keystore.sweeps_containing(data_key, method_key)
     suite = keystore.metric_suite(cell_sweeps)
-    table = storage.read_parquet(storage.asset_path("dataset", data_key))
+    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
-    emb = storage.read_parquet(storage.asset_path("embedding", cell))
+    emb = integrity.read_parquet(storage.asset_path("embedding", cell))
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     values: dict[str, float] = {}

@@ -6,6 +6,7 @@ writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/rep
 """
 
 import base64
+import io
 from datetime import timedelta
 
 import dagster as dg
@@ -14,6 +15,8 @@ import pandas as pd
 from lab_assets.dr import keystore, summary, tables
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
+from lab_assets.core.integrity import of_bytes
+from lab_assets.defs import inflight, integrity
 from lab_assets.defs.assets.datasets import content_version
 from lab_assets.defs.assets.experiments import metrics
 from lab_assets.defs.partitions import SWEEP
@@ -31,7 +34,7 @@ def read_metric_rows() -> pd.DataFrame:
     files = storage.glob(storage.url("assets", "metrics", "*", "*.parquet"))
     if not files:
         return pd.DataFrame(columns=ID_COLUMNS)
-    table = pd.concat([storage.read_parquet(f) for f in files], ignore_index=True)
+    table = pd.concat([integrity.read_parquet(f) for f in files], ignore_index=True)
     metric_cols = sorted(c for c in table.columns if c not in ID_COLUMNS)
     return table[ID_COLUMNS + metric_cols]
 
@@ -49,8 +52,9 @@ TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=48)
     kinds={"parquet"},
     freshness_policy=TABLE_FRESHNESS,
 )
-def metric_table() -> dg.MaterializeResult:
+def metric_table(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """Every materialized cell's metrics in one table; each row names its partition and git SHA."""
+    inflight.claim(context)
     with lineage.timed() as t:
         table = read_metric_rows()
     prov = lineage.provenance({"cells": len(table)}, None, CODE_VERSION)
@@ -81,39 +85,47 @@ def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
     return rows[["partition", "dataset_label", "method_label", "data", "method", "seed", "n", "git_sha", *wanted]]
 
 
-def write_report(sweep: Sweep) -> dict[str, str]:
-    """The report files of one sweep, from the current metric table and embeddings."""
-    out = report_dir(sweep.name)
-    table = sweep_table(sweep, storage.read_parquet(storage.asset_path("metric_table")))
+def report_files(sweep: Sweep) -> dict[str, bytes]:
+    """The report of one sweep, from the current metric table and embeddings, as {file name:
+    bytes}: everything is read and drawn before anything is written."""
+    table = sweep_table(sweep, integrity.read_parquet(storage.asset_path("metric_table")))
     markdown = table.drop(columns=["git_sha", "data", "method"]).to_markdown(index=False, floatfmt=".4f")
     stats = summary.summarize(sweep, table)
     comparisons = summary.compare(sweep, table, stats)
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
-    paths = {
-        "parquet": storage.write_parquet(f"{out}/metrics.parquet", table),
-        "csv": storage.write_bytes(f"{out}/metrics.csv", table.to_csv(index=False).encode()),
-        "markdown": storage.write_bytes(f"{out}/metrics.md", (markdown + "\n").encode()),
-        "summary_parquet": storage.write_parquet(f"{out}/summary.parquet", stats),
-        "summary_csv": storage.write_bytes(f"{out}/summary.csv", stats.to_csv(index=False).encode()),
-        "summary_markdown": storage.write_bytes(f"{out}/summary.md", (summary_md + "\n").encode()),
-        "comparisons_parquet": storage.write_parquet(f"{out}/comparisons.parquet", comparisons),
-        "comparisons_csv": storage.write_bytes(f"{out}/comparisons.csv", comparisons.to_csv(index=False).encode()),
-    }
     first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
     panels = {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(sweep.labels[summary.config_key(d)], sweep.labels[m])] = storage.read_parquet(path)
+            panels[(sweep.labels[summary.config_key(d)], sweep.labels[m])] = integrity.read_parquet(path)
     from lab_assets.dr import figures  # matplotlib: only where a report is drawn
 
-    paths["embeddings"] = figures.embeddings_grid(panels, f"{out}/embeddings.png")
-    paths["metric_curves"] = figures.metric_curves(table, f"{out}/metrics_vs_k.png")
-    return paths
+    return {
+        "metrics.parquet": storage.parquet_bytes(table),
+        "metrics.csv": table.to_csv(index=False).encode(),
+        "metrics.md": (markdown + "\n").encode(),
+        "summary.parquet": storage.parquet_bytes(stats),
+        "summary.csv": stats.to_csv(index=False).encode(),
+        "summary.md": (summary_md + "\n").encode(),
+        "comparisons.parquet": storage.parquet_bytes(comparisons),
+        "comparisons.csv": comparisons.to_csv(index=False).encode(),
+        "embeddings.png": figures.embeddings_grid(panels),
+        "metrics_vs_k.png": figures.metric_curves(table),
+    }
 
 
-def _inline_png(title: str, path: str) -> dg.MetadataValue:
-    encoded = base64.b64encode(storage.read_bytes(path)).decode()
+# The report's `<key>_path` metadata entries (the UI's links to its files), by file name.
+PATH_NAMES = {
+    "parquet": "metrics.parquet", "csv": "metrics.csv", "markdown": "metrics.md",
+    "summary_parquet": "summary.parquet", "summary_csv": "summary.csv", "summary_markdown": "summary.md",
+    "comparisons_parquet": "comparisons.parquet", "comparisons_csv": "comparisons.csv",
+    "embeddings": "embeddings.png", "metric_curves": "metrics_vs_k.png",
+}
+
+
+def _inline_png(title: str, png: bytes) -> dg.MetadataValue:
+    encoded = base64.b64encode(png).decode()
     return dg.MetadataValue.md(f"**{title}**\n\n![{title}](data:image/png;base64,{encoded})")
 
 
@@ -128,22 +140,26 @@ def _inline_png(title: str, path: str) -> dg.MetadataValue:
 def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """A sweep's summary over seeds (mean ± sd, 95% interval, rank, best vs runner-up), its
     per-cell metric table (Parquet, CSV, Markdown) and figures."""
+    inflight.claim(context)
     sweep = keystore.sweep(context.partition_key)
     with lineage.timed() as t:
-        paths = write_report(sweep)
-    table = storage.read_parquet(paths["parquet"])
+        files = report_files(sweep)
+        # Replaced as a whole or not at all: figures and tables never of two versions.
+        paths = storage.replace_folder(report_dir(sweep.name), files)
+    table = pd.read_parquet(io.BytesIO(files["metrics.parquet"]))
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
+    fingerprints = {paths[name]: of_bytes(data) for name, data in files.items()}
     return dg.MaterializeResult(
         metadata={
-            **materialization_metadata(prov, t, len(table), report_dir(sweep.name)),
+            **materialization_metadata(prov, t, len(table), report_dir(sweep.name), fingerprints),
             "cells": f"{len(table)} of {len(sweep.cells)}",
             # Seed-aggregated first: what a person reads; the per-cell table below it.
-            "summary": dg.MetadataValue.md(storage.read_bytes(paths["summary_markdown"]).decode()),
-            "table": dg.MetadataValue.md(storage.read_bytes(paths["markdown"]).decode()),
+            "summary": dg.MetadataValue.md(files["summary.md"].decode()),
+            "table": dg.MetadataValue.md(files["metrics.md"].decode()),
             # Inline, so the figures show in the UI's materialization view without file access.
-            "embeddings": _inline_png("Embeddings (first seed), coloured by label", paths["embeddings"]),
-            "metrics_vs_k": _inline_png("Metrics vs k (mean, min-max over seeds)", paths["metric_curves"]),
-            **{f"{name}_path": dg.MetadataValue.path(p) for name, p in paths.items()},
+            "embeddings": _inline_png("Embeddings (first seed), coloured by label", files["embeddings.png"]),
+            "metrics_vs_k": _inline_png("Metrics vs k (mean, min-max over seeds)", files["metrics_vs_k.png"]),
+            **{f"{key}_path": dg.MetadataValue.path(paths[name]) for key, name in PATH_NAMES.items()},
         },
         data_version=content_version(table),
     )

@@ -1,0 +1,151 @@
+"""Every artifact's size and content hash, in its materialization metadata, and the checks
+against them: a deleted, truncated or overwritten file makes its partition "damaged" (not
+fresh) in a plan, `lab verify` finds same-size corruption, and an error reading an artifact
+names the file and the command that recomputes it.
+
+The recorded fingerprints are the latest materialization's `integrity` entry ({path: {bytes,
+blake2b}}); a materialization from before they were recorded is checked for presence only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import dagster as dg
+import pandas as pd
+
+from lab_assets.core import integrity, keys, storage
+from lab_assets.core.integrity import Fingerprint
+from lab_assets.dr import keystore
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.sweep import Sweep
+
+ENTRY = "integrity"
+# The assets whose files a data key's and a cell's status answer for.
+DATA_ASSETS, CELL_ASSETS = ("raw_dataset", "dataset"), ("model", "embedding", "metrics")
+
+
+@dataclass(frozen=True)
+class Damage:
+    asset: str
+    partition: str | None
+    path: str
+    problem: str
+    content_only: bool = False  # the size is right: only a hash check finds it
+
+    def __str__(self) -> str:
+        return f"{self.asset} {self.partition or ''}".rstrip() + f": {self.path}: {self.problem}"
+
+
+def metadata(files: dict[str, Fingerprint]) -> dict[str, dg.MetadataValue]:
+    """The materialization metadata entry recording `files` ({path: fingerprint})."""
+    return {ENTRY: dg.MetadataValue.json({p: {"bytes": f.size, "blake2b": f.digest} for p, f in files.items()})}
+
+
+def file_metadata(path: str) -> dict[str, dg.MetadataValue]:
+    """The entry for one written file, hashed as it lies in storage (streamed)."""
+    return metadata({path: integrity.of_file(path)})
+
+
+def _recorded(m: dg.AssetMaterialization) -> dict[str, Fingerprint | None]:
+    entry = m.metadata.get(ENTRY)
+    if entry is not None:
+        return {p: Fingerprint(f["bytes"], f["blake2b"]) for p, f in entry.value.items()}
+    path = m.metadata.get("path")  # recorded before fingerprints were: presence only
+    return {} if path is None else {str(path.value): None}
+
+
+def latest(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None]) -> dict[str | None, dg.AssetMaterialization]:
+    """The latest materialization of each partition (None: the unpartitioned asset), in a few
+    queries for all of them, newest first, paged until each partition has been seen."""
+    wanted = set(partitions)
+    named = sorted(p for p in wanted if p is not None)
+    records_filter = dg.AssetRecordsFilter(dg.AssetKey(asset), asset_partitions=named or None)
+    found: dict[str | None, dg.AssetMaterialization] = {}
+    cursor = None
+    while len(found) < len(wanted):
+        page = instance.fetch_materializations(records_filter, limit=max(100, 2 * len(wanted)), cursor=cursor)
+        for record in page.records:
+            m = record.asset_materialization
+            if m is not None and m.partition in wanted:
+                found.setdefault(m.partition, m)
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    return found
+
+
+def damaged(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool) -> dict[str | None, Damage]:
+    """The partitions among `partitions` whose latest materialization's files are missing or
+    differ from what was recorded: sizes (one stat per file), or with `full` content hashes."""
+    out = {}
+    for partition, m in latest(instance, asset, partitions).items():
+        for path, recorded in _recorded(m).items():
+            size_problem = integrity.problem(path, recorded, full=False)
+            problem = size_problem or (integrity.problem(path, recorded, full=True) if full else None)
+            if problem:
+                out[partition] = Damage(asset, partition, path, problem, content_only=size_problem is None)
+                break
+    return out
+
+
+def sweep_partitions(sweep: Sweep) -> dict[str, list[str | None]]:
+    """Every partition of every asset a sweep writes (datasets too are partitioned by cell:
+    each cell's dataset partition records the data key's one file)."""
+    cells = [keys.cell_key(d, m) for d, m in sweep.cells]
+    trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
+    return {
+        **{a: cells for a in DATA_ASSETS},
+        "model": [keys.cell_key(d, m) for d, m in sweep.cells if m in trainable],
+        "embedding": cells,
+        "metrics": cells,
+        "metric_table": [None],
+        "report": [sweep.name],
+    }
+
+
+def artifact_paths(sweep: Sweep) -> list[str]:
+    """The files the sweep's partitions write (a dataset's one file per data key, a cell's per
+    asset, the metric table): what a saved no-op answer must find unchanged to stand for a plan,
+    which would call a missing or resized one damaged (`runner/noop_cache.py`)."""
+    parts = sweep_partitions(sweep)
+    data = sorted({keys.parse_cell_key(c)[0] for c in parts["embedding"]})
+    paths = [storage.asset_path(a, k) for a in DATA_ASSETS for k in data]
+    paths += [storage.asset_path("model", c, ".pt") for c in parts["model"]]
+    paths += [storage.asset_path(a, c) for a in ("embedding", "metrics") for c in parts[a]]
+    return [*paths, storage.asset_path("metric_table")]
+
+
+def sweep_damage(instance: dg.DagsterInstance, sweep: Sweep, full: bool) -> list[Damage]:
+    """Every damaged artifact of a sweep, in the order the sweep writes them."""
+    return [d for asset, parts in sweep_partitions(sweep).items() if parts
+            for d in damaged(instance, asset, parts, full).values()]
+
+
+def repair_command(sources: Iterable[str], content_only: bool = False) -> str:
+    """The command that recomputes a damaged artifact of the sweeps in `sources` (files): a
+    corruption that kept the size is found only with hashes, hence `--verify`."""
+    found = sorted(set(sources))
+    if not found:
+        return "its sweep is not registered: run `lab sweep run <sweep file>`"
+    return f"lab sweep run {found[0]}" + (" --verify" if content_only else "")
+
+
+def _sources_of(path: str) -> list[str]:
+    """The files of the registered sweeps that write the asset file at `path`."""
+    parts = path.removeprefix(storage.url("assets") + "/").removesuffix(".parquet").split("/")
+    if len(parts) == 3:  # <asset>/<data>/<method>
+        return [s.source for s in keystore.sweeps_containing(parts[1], parts[2])]
+    if len(parts) == 2:  # <asset>/<data>
+        return [s.source for s in keystore.sweeps() if parts[1] in {d.key for d in s.data}]
+    return [s.source for s in keystore.sweeps()]  # the metric table: any sweep rebuilds it
+
+
+def read_parquet(path: str) -> pd.DataFrame:
+    """An upstream table, or an error naming the file and the command that recomputes it (not
+    pyarrow's "Could not open Parquet input source '<Buffer>'")."""
+    try:
+        return storage.read_parquet(path)
+    except storage.UnreadableFileError as e:
+        raise type(e)(e.problem, f"to recompute it: {repair_command(_sources_of(path))}") from None

@@ -1,0 +1,121 @@
+"""One computation per cell at a time (issue 17, "What to build" 2): two `lab sweep run` of one
+sweep on one lab home, started a second apart, compute each partition once; the second waits
+for what the first has in flight and counts it."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import pytest
+
+from lab_assets.core import keys
+from lab_assets.defs.inflight import OWNER_TAG
+from lab_assets.runtime.instance import get_instance
+from lab_assets_tests.conftest import lab_cli, lab_ui, wait_for
+from lab_assets_tests.test_trust import _no_traceback
+
+SLOW = (
+    "name: slow\ndata:\n  swissroll: {n_samples: 400}\nseeds: [0, 1, 2, 3]\n"
+    "methods:\n  tsne: {max_iter: 500}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+)
+
+
+def _materializations(asset: str) -> dict[str, int]:
+    """How many times each partition of `asset` was materialized."""
+    records = get_instance().fetch_materializations(dg.AssetKey(asset), limit=1000).records
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.partition_key] = counts.get(r.partition_key, 0) + 1
+    return counts
+
+
+def test_two_runs_of_one_sweep_compute_each_cell_once(lab):
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW)
+    command = [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--json", "--workers", "2"]
+    first = subprocess.Popen(command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    second = subprocess.Popen(command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outs = []
+    for proc in (first, second):
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        outs.append(json.loads(out))
+
+    # Each dataset and cell computed once, by one of the two; the other waited for it and says so.
+    for job, n in (("datasets", 4), ("cells", 4)):
+        assert sum(o["materialized"][job] for o in outs) == n, outs
+        assert sum(o["waited"][job] + o["materialized"][job] for o in outs) == 2 * n, outs
+    assert outs[1]["waited"]["cells"] >= 1
+    for asset in ("raw_dataset", "dataset", "embedding", "metrics"):
+        counts = _materializations(asset)
+        assert len(counts) == 4 and set(counts.values()) == {1}, (asset, counts)
+
+
+def test_a_dead_commands_run_does_not_block_a_cell(lab):
+    """A run left 'started' by a killed process (its owner tag names a pid that is gone) is
+    marked failed by the waiter, which then computes the partition itself."""
+    out = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
+    data_key = next(iter(json.loads(out.stdout)["datasets"]))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    instance = get_instance()
+    orphan = instance.create_run_for_job(
+        job_def=_datasets_job(), status=dg.DagsterRunStatus.STARTED,
+        tags={"dagster/partition": data_key, OWNER_TAG: f"{socket.gethostname()}:{dead.pid}",
+              keys.tag("command"): "someone-else"},
+    )
+    run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["materialized"]["datasets"] == 2
+    assert instance.get_run_by_id(orphan.run_id).status == dg.DagsterRunStatus.FAILURE
+
+
+def _datasets_job():
+    from lab_assets.defs.jobs import DATASETS, job_name
+    from lab_assets.runner.local import definitions
+
+    return definitions().resolve_job_def(job_name(DATASETS))
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_waits_for_them(lab):
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW.replace("[0, 1, 2, 3]", "[0, 1]").replace("500}", "1500}"))
+    # 2 cells (a process per run here), long enough to be in flight when the command is run again
+    instance = get_instance()
+    with lab_ui(lab) as port:
+        url = f"http://127.0.0.1:{port}"
+        # A terminal's Ctrl-C: SIGINT to the command's process group (the webserver is not in it).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", url],
+            cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        started = dg.RunsFilter(job_name="materialize_cells", statuses=[dg.DagsterRunStatus.STARTED])
+        try:
+            wait_for(lambda: instance.get_runs(started) or proc.poll() is not None, 300, "a cell's run to start")
+            assert proc.poll() is None, proc.communicate()
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, err
+        _no_traceback(err)
+        *_, done, left = err.strip().splitlines()
+        assert done.startswith("interrupted: ") and done.endswith(" of 2 cells done; run again to continue")
+        assert left == f"the 2 runs submitted to {url} keep running there (cancel them in its UI); " \
+                       "running again waits for them instead of starting them again"
+
+        again = lab_cli("sweep", "run", "sweeps/slow.yaml", "--json", "--submit", url, cwd=lab)
+        assert again.returncode == 0, again.stderr
+        summary = json.loads(again.stdout)
+    # The submitted runs went on: the re-run computed no cell, it waited for those still running.
+    assert summary["materialized"]["cells"] == 0
+    assert summary["waited"]["cells"] + summary["fresh"]["cells"] == 2 and summary["waited"]["cells"] >= 1
+    counts = _materializations("embedding")
+    assert len(counts) == 2 and set(counts.values()) == {1}, counts
