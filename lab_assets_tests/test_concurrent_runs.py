@@ -60,18 +60,18 @@ def test_a_dead_commands_run_does_not_block_a_cell(lab):
     """A run left 'started' by a killed process (its owner tag names a pid that is gone) is
     marked failed by the waiter, which then computes the partition itself."""
     out = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
-    data_key = next(iter(json.loads(out.stdout)["datasets"]))
+    cell = json.loads(out.stdout)["cells"][0]["partition"]  # datasets too are partitioned by cell
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     instance = get_instance()
     orphan = instance.create_run_for_job(
         job_def=_datasets_job(), status=dg.DagsterRunStatus.STARTED,
-        tags={"dagster/partition": data_key, OWNER_TAG: f"{socket.gethostname()}:{dead.pid}",
+        tags={"dagster/partition": cell, OWNER_TAG: f"{socket.gethostname()}:{dead.pid}",
               keys.tag("command"): "someone-else"},
     )
     run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["materialized"]["datasets"] == 2
+    assert json.loads(run.stdout)["materialized"]["datasets"] == 4  # one per cell, the orphan's included
     assert instance.get_run_by_id(orphan.run_id).status == dg.DagsterRunStatus.FAILURE
 
 

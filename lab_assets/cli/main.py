@@ -282,7 +282,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from lab_assets.runner.sweeps import verify
 
     sweep = _load(args.file)
-    damaged = verify(sweep)
+    # One line per file: a dataset's one file is recorded by every cell that reads it.
+    damaged = list({d.path: d for d in reversed(verify(sweep))}.values())[::-1]
     for d in damaged:
         print(f"DAMAGED {d}; to recompute it: {repair_command([sweep.source], d.content_only)}")
     if damaged:
