@@ -142,6 +142,19 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def interrupt_when(proc: subprocess.Popen, ready, timeout: float = 300) -> tuple[str, str]:
+    """Ctrl-C for `proc` (started with `start_new_session`): SIGINT to its process group once
+    `ready()` holds; its (stdout, stderr). Killed if it is still there after the test."""
+    try:
+        wait_for(lambda: ready() or proc.poll() is not None, timeout, "the moment to interrupt")
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        return proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 @contextmanager
 def lab_ui(lab):
     """`lab ui` on a free port, up and answering; every process it started is stopped after."""

@@ -16,7 +16,7 @@ import pytest
 from lab_assets.core import keys
 from lab_assets.defs.inflight import OWNER_TAG
 from lab_assets.runtime.instance import get_instance
-from lab_assets_tests.conftest import lab_cli, lab_ui, wait_for
+from lab_assets_tests.conftest import interrupt_when, lab_cli, lab_ui
 from lab_assets_tests.test_trust import _no_traceback
 
 SLOW = (
@@ -96,14 +96,7 @@ def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_wait
             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         started = dg.RunsFilter(job_name="materialize_cells", statuses=[dg.DagsterRunStatus.STARTED])
-        try:
-            wait_for(lambda: instance.get_runs(started) or proc.poll() is not None, 300, "a cell's run to start")
-            assert proc.poll() is None, proc.communicate()
-            os.killpg(proc.pid, signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+        out, err = interrupt_when(proc, lambda: instance.get_runs(started))
         assert proc.returncode == 130, err
         _no_traceback(err)
         *_, done, left = err.strip().splitlines()

@@ -14,7 +14,7 @@ import pytest
 
 from lab_assets.core import storage
 from lab_assets.dr.sweep import SweepError, parse_sweep
-from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.conftest import interrupt_when, lab_cli
 
 TRACEBACK_MARKS = ("Traceback (most recent call last)", "Stack Trace:", "dagster._core.errors")
 
@@ -72,14 +72,7 @@ def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     embeddings = Path(storage.asset_path("embedding")).parent / "embedding"
-    try:
-        _wait(lambda: any(embeddings.rglob("*.parquet")) or proc.poll() is not None, 300)
-        assert proc.poll() is None, proc.communicate()
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    out, err = interrupt_when(proc, lambda: any(embeddings.rglob("*.parquet")))
     assert proc.returncode == 130, err
     _no_traceback(err)
     assert "of 4 cells done; run again to continue" in err.splitlines()[-1]
