@@ -35,6 +35,27 @@ def test_status_keep_discard_with_noise(lab):
     assert tsv[5].split("\t")[2] == "-" and tsv[5].split("\t")[7] == "crash"
 
 
+def test_a_journal_from_before_row_objects_is_taken_over_and_the_study_goes_on(lab):
+    # `<study>.jsonl`, as the ledger wrote it before rows were objects: a retried trial's latest
+    # line wins, and an append killed mid-write left a torn last line.
+    old = [{**_row(0, 2.0), "status": "baseline", "recorded_at": 1.0},
+           {**_row(1, None, status="crash"), "recorded_at": 2.0},
+           {**_row(1, 1.9), "status": "keep", "recorded_at": 3.0}]
+    journal = ledger.path("s", ".jsonl")
+    storage.write_bytes(journal, "".join(json.dumps({c: r.get(c) for c in ledger.COLUMNS}) + "\n" for r in old).encode()
+                        + b'{"exp": 2, "tri')
+    assert [(r["exp"], r["status"]) for r in ledger.rows("s")] == [(0, "baseline"), (1, "keep")]
+    assert ledger.append("s", _row(2, 1.95), noise=0.0)["status"] == "discard"  # against the imported best, 1.9
+    assert [r["exp"] for r in ledger.rows("s")] == [0, 1, 2]
+    assert storage.exists(journal)  # left where it was
+
+
+def test_a_corrupt_line_inside_an_old_journal_is_an_error_naming_it(lab):
+    storage.write_bytes(ledger.path("s", ".jsonl"), b'not json\n{"trial": "s-e000"}\n')
+    with pytest.raises(ledger.LedgerError, match=r"s\.jsonl line 1 is not valid JSON"):
+        ledger.rows("s")
+
+
 def test_a_row_is_whole_or_absent_and_a_corrupt_one_is_an_error(lab):
     ledger.append("s", _row(0, 2.0), noise=0.0)
     rows_dir = os.path.dirname(ledger.row_path("s", "x"))

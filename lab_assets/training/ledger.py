@@ -48,7 +48,8 @@ def row_path(study: str, trial: str) -> str:
 
 def rows(study: str) -> list[dict[str, Any]]:
     """Every row of the study's ledger, in recording order."""
-    found = storage.read_many(storage.glob(row_path(study, "*")))
+    names = storage.glob(row_path(study, "*")) or _import_journal(study)
+    found = storage.read_many(names)
     out = []
     for where, data in found.items():
         try:
@@ -56,6 +57,25 @@ def rows(study: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError as e:
             raise LedgerError(f"{where} is not valid JSON ({e}); fix or remove that row") from None
     return sorted(out, key=lambda r: (r["recorded_at"], r["trial"]))
+
+
+def _import_journal(study: str) -> list[str]:
+    """A ledger from before rows were objects (`<study>.jsonl`, a line per row, the latest line
+    of a trial winning): its rows become row objects once, so the study goes on where it was;
+    the journal stays where it is. Returns the row objects' paths."""
+    journal = path(study, ".jsonl")
+    if not storage.exists(journal):
+        return []
+    lines = storage.read_bytes(journal).decode().splitlines()
+    for n, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            if n == len(lines):
+                break  # a torn last line: an append that never finished
+            raise LedgerError(f"{journal} line {n} is not valid JSON ({e}); fix or remove that line") from None
+        storage.write_bytes(row_path(study, row["trial"]), json.dumps(row, sort_keys=True, allow_nan=False).encode())
+    return storage.glob(row_path(study, "*"))
 
 
 def decide_status(val_bpb: float, earlier: list[dict[str, Any]], noise: float) -> str:
