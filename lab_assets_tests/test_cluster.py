@@ -273,8 +273,11 @@ def read_metric_table(path: str, storage_options: dict | None = None) -> pd.Data
 
 
 def storage_key(asset: str, partition: str) -> str:
-    """The object key (under the bucket) of an asset's partition on the cluster (core/storage.py)."""
-    *dirs, last = partition.split("|")
+    """The object key (under the bucket) of an asset's partition on the cluster (core/storage.py).
+    A dataset partition is a cell; its file is its data key's, shared by the cells that read it."""
+    from lab_assets.defs.integrity import DATA_ASSETS
+
+    *dirs, last = partition.split("|")[:1] if asset in DATA_ASSETS else partition.split("|")
     return "/".join(["lab/assets", asset, *dirs, last + ".parquet"])
 
 
