@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from lab_assets.cli import cluster
+from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -217,7 +218,7 @@ def running_cluster(lab: Path, *options: str):
         down = lab_cli("cluster", "down", "--dir", str(folder), cwd=lab)
         parts = ["daemon", "webserver", "code-server", *([] if "--s3-endpoint" in options else ["s3"]), "postgres"]
         assert f"stopped {', '.join(parts)} (" in down.stdout, down.stdout + down.stderr
-        assert not [p for p in state.pids.values() if cluster._pid_alive(p)] if state else True
+        assert not [p for p in state.pids.values() if alive(p)] if state else True
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from lab_assets.core.processes import alive
+
 from lab_assets_tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads /proc (Linux)")
@@ -24,14 +26,6 @@ def _children(pid: int) -> dict[str, int]:
         cmdline = Path(f"/proc/{kid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         roles["webserver" if "dagster_webserver" in cmdline else "daemon" if "runtime.daemon" in cmdline else cmdline] = kid
     return roles
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def _listeners(port: int) -> set[str]:
@@ -75,7 +69,7 @@ def test_sigterm_to_lab_ui_alone_stops_webserver_and_daemon(lab):
         assert _listeners(port) == {"0100007F"}  # 127.0.0.1 only, by default
         proc.send_signal(signal.SIGTERM)  # to `lab ui` itself, as systemd or `kill` would
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-        assert not any(_alive(pid) for pid in roles.values()), roles
+        assert not any(alive(pid) for pid in roles.values()), roles
         assert not _listeners(port)
         out, err = proc.communicate()
         assert f"Dagster UI on http://127.0.0.1:{port}" in out and "Traceback" not in err
@@ -88,7 +82,7 @@ def test_a_dead_daemon_stops_the_webserver_and_lab_ui_says_so(lab):
     try:
         os.kill(roles["daemon"], signal.SIGKILL)
         assert proc.wait(timeout=60) == 1
-        assert not _alive(roles["webserver"]) and not _listeners(port)
+        assert not alive(roles["webserver"]) and not _listeners(port)
         _out, err = proc.communicate()
         assert f"lab ui: the Dagster daemon exited with code {-signal.SIGKILL}" in err
         assert "Traceback" not in err

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import yaml
 
+from lab_assets.core.processes import alive
+
 REPO = Path(__file__).resolve().parents[2]
 K8S_INSTANCE = REPO / "k8s" / "base" / "dagster.yaml"
 K8S_WORKSPACE = REPO / "k8s" / "base" / "workspace.yaml"
@@ -318,18 +320,6 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _pid_alive(pid: int) -> bool:
-    """Running (a zombie, exited but not yet reaped by its parent, is not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120,
        s3_endpoint: str | None = None) -> State:
     """Start every part (each its own process group) and wait until the webserver answers with
@@ -339,7 +329,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
     The cluster is a throwaway: the S3 server keeps its objects in memory, so each `up` starts
     from an empty instance too (a new database; Postgres without fsync)."""
     folder = folder.resolve()
-    if (folder / "state.json").is_file() and any(_pid_alive(p) for p in State.load(folder).pids.values()):
+    if (folder / "state.json").is_file() and any(alive(p) for p in State.load(folder).pids.values()):
         raise ClusterError(f"a cluster is already running from {folder}: `lab cluster down` first")
     for part in ("postgres", "runs", "dagster_home", "logs", "state.json"):
         path = folder / part
@@ -447,7 +437,7 @@ def _stop_groups(pids: list[int], timeout: float = 20) -> None:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-            if not _pid_alive(pid):  # the group's leader (its children are in the group too)
+            if not alive(pid):  # the group's leader (its children are in the group too)
                 left.remove(pid)
         time.sleep(0.1)
     for pid in left:
@@ -465,9 +455,9 @@ def down(folder: Path) -> list[str]:
         return []
     state = State.load(folder)
     runs = [int(p.read_text()) for p in sorted((folder / "runs").glob("*/pid")) if not (p.parent / "exit_code").is_file()]
-    _stop_groups([pid for pid in runs if _pid_alive(pid)], timeout=10)
+    _stop_groups([pid for pid in runs if alive(pid)], timeout=10)
     parts = {name: state.pids.pop(name, None) for name in ("daemon", "webserver", "code-server", "s3")}
-    stopped = [name for name, pid in parts.items() if pid and _pid_alive(pid)]
+    stopped = [name for name, pid in parts.items() if pid and alive(pid)]
     _stop_groups([parts[name] for name in stopped])
     if state.pids.pop("postgres", None):
         pg = Postgres(state.pg_folder, state.pg_port)

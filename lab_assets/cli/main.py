@@ -283,7 +283,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     sweep = _load(args.file)
     # One line per file: a dataset's one file is recorded by every cell that reads it.
-    damaged = list({d.path: d for d in reversed(verify(sweep))}.values())[::-1]
+    by_file: dict[str, object] = {}
+    for d in verify(sweep):
+        by_file.setdefault(d.path, d)
+    damaged = list(by_file.values())
     for d in damaged:
         print(f"DAMAGED {d}; to recompute it: {repair_command([sweep.source], d.content_only)}")
     if damaged:

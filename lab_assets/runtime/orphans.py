@@ -14,20 +14,12 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from lab_assets.core.processes import alive
+
 
 def owner() -> str:
     """This process, as an owner tag's value."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def fail_orphans(instance: dg.DagsterInstance, runs: Iterable[dg.DagsterRun], owner_tag: str) -> int:
@@ -39,7 +31,7 @@ def fail_orphans(instance: dg.DagsterInstance, runs: Iterable[dg.DagsterRun], ow
         if run.is_finished or not who:
             continue
         host, pid = who.rsplit(":", 1)
-        if host == socket.gethostname() and not _alive(int(pid)):
+        if host == socket.gethostname() and not alive(int(pid)):
             instance.report_run_failed(run, f"its process {pid} on {host} is gone (killed or crashed)")
             failed += 1
     return failed

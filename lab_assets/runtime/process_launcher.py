@@ -45,6 +45,8 @@ from dagster._serdes import ConfigurableClassData
 from dagster_k8s import K8sRunLauncher
 from dagster_k8s.job import DagsterK8sJobConfig
 
+from lab_assets.core.processes import alive
+
 # What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH).
 IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR")
 IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1"}
@@ -157,23 +159,12 @@ class LocalJobs:
         path = self.runs_dir / job_name / "exit_code"
         return int(path.read_text()) if path.is_file() else None
 
-    @staticmethod
-    def _alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        try:  # a zombie is dead too (its parent has not reaped it yet)
-            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-        except (OSError, IndexError):
-            return True
-
     def get_job_status(self, namespace: str, job_name: str):
         pid = self._pid(job_name)
         if pid is None:
             return None
         code = self._exit_code(job_name)
-        if code is None and not self._alive(pid):
+        if code is None and not alive(pid):
             code = -1  # gone without an exit code: its launcher died with it
         if code is None:
             return kubernetes.client.V1JobStatus(active=1)
