@@ -50,6 +50,16 @@ def test_missing_sweep_file(lab):
     assert out.returncode == 2 and "sweeps/nope.yaml: cannot read sweep file" in out.stderr
 
 
+def test_output_piped_into_a_reader_that_stops_early(lab):
+    """`lab sweep plan FILE | head -1`: the reader closes the pipe (here before the plan is
+    printed, so that a write certainly meets it closed); no traceback, exit 1."""
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "plan", "sweeps/tiny.yaml"],
+                            cwd=lab, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and "Traceback" not in err, err
+
+
 def test_plan_run_plan_report_in_parallel(lab):
     before = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert before["counts"] == {"missing": 4, "stale": 0, "damaged": 0, "fresh": 0}

@@ -506,6 +506,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:  # `lab ... | head`: the reader left; what was done stays done
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return FAILED
     except UnreadableFileError as e:  # a file read here (a report's, lab query's tables)
         print(f"lab: {e.problem}; `lab verify <sweep file>` names every damaged file and the command that "
               "recomputes it", file=sys.stderr)
