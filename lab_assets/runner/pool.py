@@ -67,8 +67,11 @@ class WorkerPool:
         self.used = True
         return self.executor.submit(fn, *args)
 
+    def processes(self) -> list[multiprocessing.Process]:
+        return list(getattr(self.executor, "_processes", {}).values())
+
     def signal(self, signum: int) -> None:
-        for process in list(getattr(self.executor, "_processes", {}).values()):
+        for process in self.processes():
             try:
                 os.kill(process.pid, signum)
             except (ProcessLookupError, AttributeError):
