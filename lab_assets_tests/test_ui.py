@@ -68,9 +68,10 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     inst = get_instance()
     for outcome in result.of("materialized"):
         run = inst.get_run_by_id(outcome.run_id)
-        is_gpu_cell = outcome.job == "cells" and "|pca-" in outcome.partition
+        # A new cell's dataset partition is computed in the cell's own run: the GPU cells' too.
+        is_gpu_cell = outcome.job in ("cells", "datasets") and "|pca-" in outcome.partition
         assert (run.tags.get(GPU_TAG) == "true") == is_gpu_cell, outcome
-        if outcome.job == "cells":
+        if outcome.job in ("cells", "datasets"):
             assert run.tags["dagster/partition"] == outcome.partition
     records = inst.fetch_materializations(dg.AssetKey("metrics"), limit=100).records
     assert {r.asset_materialization.partition for r in records} == {keys.cell_key(d, m) for d, m in sweep.cells}
