@@ -34,12 +34,12 @@ def lab(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 def cell_runs(dagster_home: str, env: dict) -> list[dict]:
-    """Start, end and step seconds of every materialize_cells run of an instance."""
+    """Start, end and step seconds of every cell's run (materialize_cells, materialize_cells_with_data) of an instance."""
     code = f"""
 import json, dagster as dg
 inst = dg.DagsterInstance.from_config({dagster_home!r})
 out = []
-for run in inst.get_runs(dg.RunsFilter(job_name="materialize_cells")):
+for run in [r for r in inst.get_runs() if r.job_name.startswith("materialize_cells")]:
     stats = inst.get_run_stats(run.run_id)
     steps = sum((s.end_time or 0) - (s.start_time or 0) for s in inst.get_run_step_stats(run.run_id))
     out.append({{"run_id": run.run_id, "start": stats.start_time, "end": stats.end_time, "steps": steps}})

@@ -40,19 +40,21 @@ metrics:
 
 
 def timeline(home: Path, started: float, seconds: float) -> dict:
-    """Phases of the command's wall time, from its Dagster run records."""
+    """Phases of the command's wall time, from its Dagster run records: before the first run,
+    the runs of datasets apart from their cells (`materialize_datasets`, absent when each new
+    cell computes its dataset in its own run), the cells, and after the last cell."""
     import dagster as dg
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = [(r.dagster_run.job_name, r.start_time, r.end_time) for r in instance.get_run_records()]
-    first = {job: min(s for j, s, _ in runs if j == job) for job, _, _ in runs}
-    last = {job: max(e for j, _, e in runs if j == job) for job, _, _ in runs}
+    cells = [(s, e) for j, s, e in runs if j.startswith("materialize_cells")]
+    datasets = [(s, e) for j, s, e in runs if j == "materialize_datasets"]
+    first_cell, last_cell = min(s for s, _ in cells), max(e for _, e in cells)
     return {
-        "before_first_run_s": min(first.values()) - started,
-        "datasets_s": last["materialize_datasets"] - first["materialize_datasets"],
-        "gap_datasets_to_cells_s": first["materialize_cells"] - last["materialize_datasets"],
-        "cells_s": last["materialize_cells"] - first["materialize_cells"],
-        "after_last_cell_s": started + seconds - last["materialize_cells"],
+        "before_first_run_s": min(s for _, s, _ in runs) - started,
+        "datasets_s": max(e for _, e in datasets) - min(s for s, _ in datasets) if datasets else 0.0,
+        "cells_s": last_cell - first_cell,
+        "after_last_cell_s": started + seconds - last_cell,
     }
 
 

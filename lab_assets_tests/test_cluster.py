@@ -92,7 +92,7 @@ def test_k8s_instance_file_starts_on_postgres_and_materializes_a_cell(lab, postg
     assert instance.get_latest_materialization_event(dg.AssetKey("metrics")) is not None
     with postgres_server.connect(database) as conn, conn.cursor() as cur:  # really in Postgres
         cur.execute("SELECT count(*) FROM runs WHERE status = 'SUCCESS'")
-        assert cur.fetchone()[0] == 4
+        assert cur.fetchone()[0] == 3  # the cell with its dataset, the metric table, the report
 
     # What the issue saw with the file as it was: SQLAlchemy 2.1 reads postgresql:// as psycopg 3.
     del config["storage"]["custom"]["config"]["postgres_db"]["scheme"]
@@ -299,15 +299,15 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
 
     # Every run was its own process, from the Job dagster-k8s built, in a private folder, and the
-    # four cells ran at once. 10 runs: each cell's dataset partition, each cell, table, report.
+    # four cells ran at once. 6 runs: each cell (with its dataset partition), table, report.
     runs = sorted((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))
-    assert len(runs) == 10 and all((r / "exit_code").read_text() == "0" for r in runs)
+    assert len(runs) == 6 and all((r / "exit_code").read_text() == "0" for r in runs)
     jobs = [json.loads((r / "job.json").read_text()) for r in runs]
     containers = [j["spec"]["template"]["spec"]["containers"][0] for j in jobs]
     assert all(c["args"][:3] == ["dagster", "api", "execute_run"] for c in containers)
     password = {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}
     assert all({"name": "DAGSTER_PG_PASSWORD", "valueFrom": password} in c["env"] for c in containers)
-    cells = [r for r, c in zip(runs, containers) if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells"} in c["env"]]
+    cells = [r for r, c in zip(runs, containers) if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells_with_data"} in c["env"]]
     spans = [((r / "job.json").stat().st_mtime, (r / "exit_code").stat().st_mtime) for r in cells]
     assert max(start for start, _ in spans) < min(end for _, end in spans), "the 4 cells' runs did not overlap"
 
@@ -510,11 +510,11 @@ def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_c
         instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
 
         def retries_exhausted():
-            runs = instance.get_runs(dg.RunsFilter(job_name="materialize_cells"))
+            runs = instance.get_runs(dg.RunsFilter(job_name="materialize_cells_with_data"))
             return all(r.is_finished for r in runs) and sum(r.tags.get("dagster/retry_number") == "2" for r in runs) == 4
 
         wait_for(retries_exhausted, 400, "the failed cells' runs to be retried twice")
-        cells = instance.get_runs(dg.RunsFilter(job_name="materialize_cells"))
+        cells = instance.get_runs(dg.RunsFilter(job_name="materialize_cells_with_data"))
         assert len(cells) == 12 and {r.status for r in cells} == {dg.DagsterRunStatus.FAILURE}
         for run in cells:
             assert any(proxy.url in trace for trace in failure_traces(instance, run.run_id)), run.run_id

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lab_assets.core import keys
-from lab_assets.defs.jobs import CELLS, DATASETS
+from lab_assets.defs.jobs import CELLS_WITH_DATA, METRIC_TABLE, REPORT
 from lab_assets.defs.work import sweep_work
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.core.k8s_resources import GPU_TAG, K8S_CONFIG_TAG
@@ -47,11 +47,12 @@ def test_cell_runs_carry_their_methods_resources(lab):
     work = sweep_work(register_and_plan(sweep))
     umap, pca = (next(m.key for m in sweep.methods if m.method == name) for name in ("umap", "pca"))
     tags = {(r.job, str(r.partition)): r.tags for r in work.runs}
-    config = json.loads(tags[CELLS, keys.cell_key(sweep.data[0].key, umap)][K8S_CONFIG_TAG])
+    # New cells: each computes its dataset partition in its own run, with the method's resources.
+    assert {job for job, _ in tags} == {CELLS_WITH_DATA, METRIC_TABLE, REPORT}
+    config = json.loads(tags[CELLS_WITH_DATA, keys.cell_key(sweep.data[0].key, umap)][K8S_CONFIG_TAG])
     assert config["container_config"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert tags[CELLS, keys.cell_key(sweep.data[0].key, umap)][GPU_TAG] == "true"
-    assert tags[CELLS, keys.cell_key(sweep.data[0].key, pca)] == {}
-    assert tags[DATASETS, keys.cell_key(sweep.data[0].key, umap)] == {}  # a GPU cell's dataset needs no GPU
+    assert tags[CELLS_WITH_DATA, keys.cell_key(sweep.data[0].key, umap)][GPU_TAG] == "true"
+    assert tags[CELLS_WITH_DATA, keys.cell_key(sweep.data[0].key, pca)] == {}
 
 
 def _executor(value: str) -> subprocess.CompletedProcess:

@@ -95,7 +95,7 @@ def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_wait
             cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-        started = dg.RunsFilter(job_name="materialize_cells", statuses=[dg.DagsterRunStatus.STARTED])
+        started = dg.RunsFilter(job_name="materialize_cells_with_data", statuses=[dg.DagsterRunStatus.STARTED])
         out, err = interrupt_when(proc, lambda: instance.get_runs(started))
         assert proc.returncode == 130, err
         _no_traceback(err)

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys
-from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
+from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
 from lab_assets.core.keys import cell_key
 from lab_assets.defs.partitions import trial_cell_key
 from lab_assets.defs.work import Fresh, Phase, Run, Work, requests
-from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run
+from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run, split
 from lab_assets.runner.webserver import SubmitError, Webserver
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import free_port, lab_cli
@@ -74,6 +74,29 @@ def test_phases_run_in_order_with_the_works_tags_and_in_order_phases_one_run_at_
     ]
     assert all(tags["lab_assets/sweep"] == "s" for b in target.batches for _, _, tags in b)
     assert target.batches[1][0][2]["t"] == "x"  # a run's own tags on top of the work's
+
+
+@pytest.mark.parametrize("status, step, expected", [
+    (MATERIALIZED, "", [(DATASETS, MATERIALIZED), (CELLS, MATERIALIZED)]),
+    (FAILED, "raw_dataset", [(DATASETS, FAILED), (CELLS, SKIPPED)]),  # as two runs would have said
+    (FAILED, "model_and_embedding", [(DATASETS, MATERIALIZED), (CELLS, FAILED)]),
+    (FAILED, "", [(CELLS, FAILED)]),  # a webserver's run: which steps ran is not known
+])
+def test_a_new_cells_run_counts_as_its_dataset_and_the_cell(status, step, expected):
+    outcome = Outcome(CELLS_WITH_DATA, "a|x", status, "boom" if status == FAILED else "", 1.0, "run-1", step)
+    parts = split(outcome)
+    assert [(o.job, o.status) for o in parts] == expected
+    assert all(o.partition == "a|x" and o.run_id == "run-1" for o in parts)
+    if expected[-1] == (CELLS, SKIPPED):
+        assert parts[0].why == "boom" and parts[1].why == "its dataset failed"
+
+
+def test_one_tick_per_new_cells_run_counted_as_a_cell():
+    ticks = []
+    work = Work((Phase("cells", (Run(CELLS_WITH_DATA, "a|x"), Run(CELLS_WITH_DATA, "b|x"))),))
+    result = run(work, Recorder(failing={"b|x"}), lambda label, total: lambda o: ticks.append((label, total, o.job)))
+    assert ticks == [("cells", 2, CELLS)] * 2
+    assert result.count(DATASETS) == 1 and result.count(CELLS) == 1 and len(result.failed) == 1
 
 
 def test_a_report_whose_metric_table_failed_is_skipped():
@@ -170,3 +193,22 @@ def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab
     assert sorted(o["partition"] for o in summary["skipped"]) == skipped
     assert {o["why"] for o in summary["skipped"]} == {"its dataset failed"}
     assert summary["materialized"]["cells"] == 0 and summary["fresh"]["cells"] == 4
+
+
+def test_slow_methods_cells_start_first_and_new_cells_bring_their_dataset(lab):
+    from lab_assets.dr.sweep import parse_sweep
+    from lab_assets.runner.sweeps import register_and_plan
+    from lab_assets.defs.work import sweep_work
+
+    sweep = parse_sweep(
+        "name: order\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0, 1]\n"
+        "methods:\n  pca: {}\n  tsne: {perplexity: 5}\n  random_projection: {}\nmetrics:\n  trustworthiness: {k: [5]}\n",
+        "order.yaml",
+    )
+    work = sweep_work(register_and_plan(sweep))
+    datasets, cells, _ = work.phases
+    assert datasets.runs == ()  # new cells: each computes its dataset in its own run
+    methods = [keys.parse_cell_key(r.partition)[1].split("-")[0] for r in cells.runs]
+    assert methods == ["tsne", "tsne", "pca", "random_projection", "pca", "random_projection"]
+    assert {r.job for r in cells.runs} == {CELLS_WITH_DATA}
+    assert all(r.assets[:2] == ("raw_dataset", "dataset") and r.needs is None for r in cells.runs)

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 BAD_INPUT, FAILED = 2, 1
@@ -91,6 +92,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_noop(answer, args.json, time.perf_counter() - start)
         return 0
 
+    # The workers start first: their imports and warm-up overlap this process's (runner/pool.py).
+    from lab_assets.runner.pool import WorkerPool, default_workers
+
+    workers = args.workers or default_workers()
+    with WorkerPool(workers) if not args.submit and workers > 1 else nullcontext() as pool:
+        return _run(args, text, cache, pool, start)
+
+
+def _run(args: argparse.Namespace, text: bytes | None, cache, pool, start: float) -> int:
     from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
     from lab_assets.dr.sweep import parse_sweep
     from lab_assets.runner.run import FRESH, WAITED
@@ -101,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = _progress_factory(not args.json and not args.quiet)
     try:
         result = run_sweep(sweep, workers=args.workers, progress=progress, submit=args.submit, verify=args.verify,
-                           registered=cache.mark if cache is not None else None)
+                           registered=cache.mark if cache is not None else None, pool=pool)
     except SubmitError as e:
         print(f"lab: {e}", file=sys.stderr)
         return FAILED
@@ -499,6 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:  # `lab ... | head`: the reader left; what was done stays done
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return FAILED
     except UnreadableFileError as e:  # a file read here (a report's, lab query's tables)
         print(f"lab: {e.problem}; `lab verify <sweep file>` names every damaged file and the command that "
               "recomputes it", file=sys.stderr)

@@ -93,6 +93,10 @@ class Entry:
     # Methods: fitting trains weights worth keeping (`fit(X, checkpoint=)`, `weights()`): the
     # cell's `model` asset.
     trainable: bool = False
+    # Methods: far slower than a linear projection on the same data (iterative optimisation,
+    # all-pairs graphs, training). A sweep starts its slow cells first, so that at its end no
+    # core waits on one long cell while the other is idle (longest-first scheduling).
+    slow: bool = False
     # Modules besides the entry's own whose source is part of what it computes (an estimator
     # kept in another module so that registering it imports nothing heavy).
     sources: tuple[str, ...] = ()
@@ -185,6 +189,7 @@ class Registry:
         better: str | None = None,
         invertible: bool = False,
         trainable: bool = False,
+        slow: bool = False,
         sources: Iterable[str] = (),
         shape: Callable[[dict[str, Any]], Shape] | None = None,
         limits: Limits | None = None,
@@ -205,6 +210,7 @@ class Registry:
                 better=better,
                 invertible=invertible,
                 trainable=trainable,
+                slow=slow,
                 sources=tuple(sources),
                 shape=shape,
                 limits=limits,

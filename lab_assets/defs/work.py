@@ -18,14 +18,15 @@ import dagster as dg
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
 from lab_assets.defs.inflight import command_tags
-from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT, job_name
-from lab_assets.defs.plan import FRESH, SweepPlan
+from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, job_name
+from lab_assets.defs.plan import FRESH, MISSING, SweepPlan
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.backfills import backfill_request, partition_subset
 
 SWEEP_TAG = keys.tag("sweep")
 UNCHANGED = "unchanged since its last materialization"
+DATA_ASSETS = ("raw_dataset", "dataset")
 
 
 @dataclass(frozen=True)
@@ -91,21 +92,27 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     # run skips as failed.
     trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
     resources = {m.key: k8s_tags(m.resources) for m in sweep.methods}
-    # A dataset is partitioned by cell (defs/partitions.py): one run per cell whose dataset
-    # partition is pending; its cell waits for that run.
+    methods = {m.key: m.method for m in sweep.methods}
+    # A dataset is partitioned by cell (defs/partitions.py). A new cell's dataset partition is
+    # computed in the cell's own run; a stale or damaged one first, in a run of its own, so that
+    # one re-materialized unchanged leaves its cells fresh (the cells phase is planned again).
+    new_data = {c for c, s in plan.pending_datasets.items() if s.status == MISSING}
     datasets = Phase(
         "datasets",
-        tuple(Run(DATASETS, keys.cell_key(d, m), assets=("raw_dataset", "dataset")) for d, m in plan.pending_datasets),
+        tuple(Run(DATASETS, keys.cell_key(d, m), assets=DATA_ASSETS) for d, m in plan.pending_datasets if (d, m) not in new_data),
         tuple(Fresh(DATASETS, d) for d, s in plan.datasets.items() if s.status == FRESH),
     )
+
+    def cell_run(c) -> Run:
+        assets = ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics")
+        if (c.data, c.method) in new_data:
+            return Run(CELLS_WITH_DATA, c.partition, resources[c.method], DATA_ASSETS + assets)
+        return Run(CELLS, c.partition, resources[c.method], assets, needs=(DATASETS, c.partition))
+
     cells = Phase(
         "cells",
-        tuple(
-            Run(CELLS, c.partition, resources[c.method],
-                ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics"),
-                needs=(DATASETS, c.partition))
-            for c in plan.pending_cells()
-        ),
+        # Slow methods first: the sweep's last minutes are not one long cell on one core.
+        tuple(cell_run(c) for c in sorted(plan.pending_cells(), key=lambda c: not METHODS[methods[c.method]].slow)),
         tuple(Fresh(CELLS, c.partition) for c in plan.cells if c.status == FRESH),
         recheck=True,
     )

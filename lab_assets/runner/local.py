@@ -3,28 +3,25 @@ so it shows up in the UI exactly as if launched there (run, logs, materializatio
 
 Runs are spread over a pool of worker processes, one per core, each single-threaded: sweeps are
 many independent cells, so process-level parallelism keeps every core busy without BLAS
-oversubscription. The pool lives as long as the target (imports and numba compilation are paid
-once per worker, not per phase).
+oversubscription. The pool (runner/pool.py) lives as long as the target or the command that
+started it, and each worker is warmed once (imports, numba's cache, W&B's service), not per run.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from functools import cache
+from concurrent.futures import as_completed
 
 from dagster import DagsterRunStatus
 
-from lab_assets.core.fast_exit import skip_final_collections
-from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run
+from lab_assets.runner.pool import WorkerPool, interrupted
+from lab_assets.runner.preload import definitions
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
 from lab_assets.runtime.orphans import owner
@@ -34,14 +31,6 @@ from lab_assets.runtime.orphans import owner
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # Error classes of a run that Ctrl-C stopped (Dagster catches the interrupt and fails the run).
 INTERRUPT_ERRORS = {"KeyboardInterrupt", "DagsterExecutionInterruptedError"}
-_interrupted = False  # a worker saw SIGINT while idle: it starts no further run
-
-
-@cache
-def definitions():
-    from lab_assets.defs.definitions import defs  # loading them costs ~1 s: not for `lab --help`
-
-    return defs
 
 
 def _errors(event) -> list:
@@ -69,7 +58,7 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
     start, instance, job, partition = time.perf_counter(), get_instance(), job_name(run.job), name(run.partition) or None
     while True:
         other = inflight.other_run(instance, job, partition, tags, assets=run.assets)
-        if _interrupted:  # Ctrl-C while idle or looking: start nothing more
+        if interrupted():  # Ctrl-C while idle or looking: start nothing more
             return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
         if other is None:
             outcome = _execute(run, tags)
@@ -78,7 +67,7 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
                 return outcome
         else:
             other_id = other.dagster_run.run_id
-        done = inflight.wait(instance, other_id, stop=lambda: _interrupted)
+        done = inflight.wait(instance, other_id, stop=interrupted)
         if done is not None and done.status == DagsterRunStatus.SUCCESS:
             return Outcome(run.job, name(run.partition), WAITED, f"computed by run {other_id[:8]} of another command",
                            time.perf_counter() - start, other_id)
@@ -100,49 +89,20 @@ def _execute(run: Run, tags: dict[str, str]) -> Outcome:
                    result.run_id, steps)
 
 
-def _worker_sigint(signum, frame) -> None:
-    """A worker's SIGINT outside a Dagster run (Dagster handles it inside one): no traceback
-    from an idle worker; it starts nothing more."""
-    global _interrupted
-    _interrupted = True
-
-
-def _init_worker() -> None:
-    signal.signal(signal.SIGINT, _worker_sigint)
-    skip_final_collections()  # the pool's shutdown waits for every worker to end
-
-
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 class LocalWorkers:
-    """A `Target`: `workers` spawned processes, or this process when `workers` <= 1. A context
-    manager: the pool is shut down on exit."""
+    """A `Target`: the `pool` given (its owner closes it), else a `WorkerPool` of `workers`
+    processes started here and closed on exit, or this process when `workers` <= 1."""
 
-    def __init__(self, workers: int):
-        self.pool: ProcessPoolExecutor | None = None
-        self._saved: dict[str, str | None] = {}
-        if workers > 1:
-            # Workers are single-threaded through the environment, set before they spawn.
-            self._saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
-            os.environ.update(SINGLE_THREADED)
-            # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
-            self.pool = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
-            )
+    def __init__(self, workers: int, pool: WorkerPool | None = None):
+        self._own = pool is None and workers > 1
+        self.pool = WorkerPool(workers) if self._own else pool
 
     def __enter__(self) -> LocalWorkers:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
-        for k, v in self._saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        if self._own:
+            self.pool.close()
 
     def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -169,11 +129,7 @@ class LocalWorkers:
         them, so that Dagster records them as failed and no worker outlives the command."""
         for f in futures:
             f.cancel()
-        for process in list(getattr(self.pool, "_processes", {}).values()):
-            try:
-                os.kill(process.pid, signal.SIGINT)
-            except (ProcessLookupError, AttributeError):
-                pass
+        self.pool.signal(signal.SIGINT)
         late = []
         for f in futures:
             while not f.cancelled():

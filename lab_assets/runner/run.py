@@ -10,10 +10,10 @@ hand it the same `Work` through `defs.work.requests`, since defs may not import 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
-from lab_assets.defs.jobs import WHAT
+from lab_assets.defs.jobs import DATA_STEPS, PARTS, WHAT
 from lab_assets.defs.plan import SweepPlan
 from lab_assets.defs.work import Run, Work
 
@@ -104,6 +104,23 @@ def no_progress(label: str, total: int) -> Callable[[Outcome], None]:
     return lambda outcome: None
 
 
+def split(outcome: Outcome) -> list[Outcome]:
+    """A run of several kinds (`jobs.PARTS`: a new cell with its dataset) as one outcome per kind,
+    as separate runs would have given: a failure in its dataset's steps fails the dataset and
+    skips the cell; a failure in a later step fails the cell only."""
+    if outcome.job not in PARTS:
+        return [outcome]
+    data, cell = (replace(outcome, job=kind) for kind in PARTS[outcome.job])
+    steps = set(filter(None, outcome.step.split(",")))
+    if outcome.status == FAILED and steps & DATA_STEPS:
+        return [data, replace(cell, status=SKIPPED, why=f"its {WHAT[data.job]} failed", seconds=0.0, step="")]
+    if outcome.status == FAILED and steps:  # its dataset's steps succeeded
+        return [replace(data, status=MATERIALIZED, why="", step=""), cell]
+    if outcome.status in (FAILED, INTERRUPTED):  # which steps ran is not known (a webserver's run)
+        return [cell]
+    return [data, cell]
+
+
 def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
     """Execute the work's phases in order on `target`. A run whose `needs` failed is skipped (a
     cell whose dataset failed); partitions the plan found fresh are reported as such.
@@ -136,7 +153,7 @@ def _run_phases(work: Work, target: Target, progress: Progress, result: Result) 
                 else:
                     todo.append(r)
             if todo:
-                outcomes = target.execute(todo, dict(work.tags), done)
+                outcomes = [part for o in target.execute(todo, dict(work.tags), lambda o: done(split(o)[-1])) for part in split(o)]
                 result.outcomes += outcomes
                 failed |= {(o.job, o.partition) for o in outcomes if o.status == FAILED}
                 if any(o.status == INTERRUPTED for o in outcomes):

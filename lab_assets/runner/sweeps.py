@@ -10,7 +10,9 @@ from lab_assets.defs.plan import SweepPlan, make_plan
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runner.local import LocalWorkers, default_workers, definitions
+from lab_assets.runner.local import LocalWorkers
+from lab_assets.runner.preload import definitions
+from lab_assets.runner.pool import WorkerPool, default_workers
 from lab_assets.runner.run import Progress, Result, no_progress, run
 from lab_assets.runner.webserver import Webserver
 from lab_assets.runtime.instance import get_instance
@@ -34,12 +36,13 @@ def verify(sweep: Sweep) -> list[Damage]:
 
 def run_sweep(
     sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
-    verify: bool = False, registered: Callable[[], None] | None = None,
+    verify: bool = False, registered: Callable[[], None] | None = None, pool: WorkerPool | None = None,
 ) -> Result:
     """Materialize the sweep's missing, stale or damaged partitions: on `workers` local processes
     (default one per core), or through the webserver at `submit`. `verify`: find damaged files by
     their content hashes, not only their sizes. `registered` is called once the sweep is
-    registered, before it is planned (`noop_cache.NoopCache.mark`)."""
+    registered, before it is planned (`noop_cache.NoopCache.mark`). `pool`: workers started
+    earlier (`lab sweep run` starts them first), used instead of `workers`; its owner closes it."""
     start = time.perf_counter()
     register(get_instance(), sweep)
     if registered is not None:
@@ -47,7 +50,10 @@ def run_sweep(
     before = plan(sweep, verify)
     # Planned again after the datasets ran: one plan is a stale-status query per cell (~15 ms).
     work = sweep_work(before, recheck=lambda: plan(sweep, verify))
-    target = Webserver(submit) if submit else LocalWorkers(min(workers or default_workers(), len(before.pending_cells())))
+    if submit:
+        target = Webserver(submit)
+    else:
+        target = LocalWorkers(min(workers or default_workers(), len(before.pending_cells())), pool)
     with target:
         result = run(work, target, progress or no_progress)
     result.before, result.seconds = before, time.perf_counter() - start

@@ -14,6 +14,7 @@ from lab_assets.dr.methods import METHODS
     packages=["torch"],
     invertible=True,
     trainable=True,
+    slow=True,
     sources=["lab_assets.dr.models.autoencoder", "lab_assets.core.checkpoints"],
 )
 def autoencoder(

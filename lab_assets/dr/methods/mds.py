@@ -10,7 +10,7 @@ from pydantic import Field
 from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("mds", packages=["scikit-learn"], limits=fewer_than_points("n_components"))
+@METHODS("mds", slow=True, packages=["scikit-learn"], limits=fewer_than_points("n_components"))
 def mds(
     seed: int,
     *,

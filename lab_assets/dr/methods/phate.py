@@ -7,7 +7,7 @@ from pydantic import Field
 from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("phate", packages=["phate", "graphtools"], limits=fewer_than_points("n_neighbors", "n_components"))
+@METHODS("phate", slow=True, packages=["phate", "graphtools"], limits=fewer_than_points("n_neighbors", "n_components"))
 def phate(
     seed: int,
     *,

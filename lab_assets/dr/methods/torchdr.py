@@ -29,7 +29,7 @@ def _device(device: str) -> str:
     return resolve_device(device)
 
 
-@METHODS("torchdr_tsne", packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors"))
+@METHODS("torchdr_tsne", slow=True, packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors"))
 def torchdr_tsne(
     seed: int,
     *,
@@ -45,7 +45,7 @@ def torchdr_tsne(
     )
 
 
-@METHODS("torchdr_umap", packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors", "n_components"))
+@METHODS("torchdr_umap", slow=True, packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors", "n_components"))
 def torchdr_umap(
     seed: int,
     *,

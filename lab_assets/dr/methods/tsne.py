@@ -21,7 +21,7 @@ def _limits(params: dict, shape: Shape) -> dict[str, str]:
     return {"perplexity": f"perplexity={perplexity:g} needs more points than the data has ({n}): less than {n}"}
 
 
-@METHODS("tsne", packages=["scikit-learn"], limits=_limits)
+@METHODS("tsne", packages=["scikit-learn"], slow=True, limits=_limits)
 def tsne(
     seed: int,
     *,

@@ -1,0 +1,42 @@
+"""The sweep's worker pool (runner/pool.py): every worker started at once and warmed before its
+first run; a pool never given a run is ended at once, one that ran waits for its runs."""
+
+import os
+import signal
+import sys
+
+from lab_assets.core.threads import SINGLE_THREADED
+from lab_assets.runner.pool import WorkerPool
+
+
+def _state() -> dict:
+    from lab_assets.runner import preload
+
+    return {
+        "definitions loaded": preload.definitions.cache_info().currsize == 1,
+        "modules": {m for m in ("sklearn.neighbors", "wandb", "lab_assets.dr.rank_kernels") if m in sys.modules},
+        "threads": {k: os.environ.get(k) for k in SINGLE_THREADED},
+    }
+
+
+def test_workers_start_at_once_and_are_warm_before_their_first_run(lab):
+    saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
+    pool = WorkerPool(2)
+    try:
+        assert len(pool.processes()) == 2  # both spawned before anything was submitted by a runner
+        state = pool.submit(_state).result(timeout=300)
+        assert state["definitions loaded"]
+        assert state["modules"] == {"sklearn.neighbors", "wandb", "lab_assets.dr.rank_kernels"}
+        assert state["threads"] == SINGLE_THREADED
+    finally:
+        processes = pool.processes()
+        pool.close()
+    assert [p.exitcode for p in processes] == [0, 0]  # a used pool's workers end on their own
+    assert {k: os.environ.get(k) for k in SINGLE_THREADED} == saved  # this process's threads as before
+
+
+def test_a_pool_never_given_a_run_is_ended_not_waited_for(lab):
+    pool = WorkerPool(2)
+    processes = pool.processes()
+    pool.close()  # while they are still warming up (imports take seconds)
+    assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
