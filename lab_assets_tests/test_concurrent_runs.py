@@ -112,3 +112,63 @@ def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_wait
     assert summary["waited"]["cells"] + summary["fresh"]["cells"] == 2 and summary["waited"]["cells"] >= 1
     counts = _materializations("embedding")
     assert len(counts) == 2 and set(counts.values()) == {1}, counts
+
+
+BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+  __typename ... on LaunchBackfillSuccess { backfillId } ... on Error { message } } }"""
+CELL_ASSETS = ("raw_dataset", "dataset", "embedding", "metrics")
+
+
+def test_a_ui_backfill_in_flight_and_a_sweep_run_compute_each_cell_once(lab):
+    """A backfill of a sweep's cells launched the UI's way (`launchPartitionBackfill` through
+    `lab ui`: the run queue, the daemon, warm workers; runs of Dagster's implicit asset job) is in
+    flight when `lab sweep run` of the same sweep starts: each cell is computed once, the command
+    counts what it waited for, and a backfill run that came second stopped naming the run
+    that computes its cell."""
+    from lab_assets.defs import inflight
+    from lab_assets.defs.failures import run_failure
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.sweeps import register_and_plan
+    from lab_assets.runtime.instance import instance_yaml
+    from lab_assets_tests.conftest import REPO, graphql, wait_for
+
+    home = lab / ".lab" / "dagster"
+    (home / "dagster.yaml").write_text(instance_yaml((REPO / "dagster.yaml").read_text(), home))  # what users run
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW)
+    sweep = load_sweep(lab / "sweeps" / "slow.yaml")
+    cells = [keys.cell_key(d, m) for d, m in sweep.cells]
+    instance = get_instance()
+    with lab_ui(lab) as port:
+        register_and_plan(sweep)
+        ranges = {"ranges": [{"start": c, "end": c} for c in cells]}
+        params = {"partitionsByAssets": [{"assetKey": {"path": [a]}, "partitions": ranges} for a in CELL_ASSETS]}
+        launched = graphql(port, BACKFILL, {"params": params})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        of_backfill = {"dagster/backfill": launched["backfillId"]}
+        started = dg.RunsFilter(tags=of_backfill, statuses=[dg.DagsterRunStatus.STARTED])
+        wait_for(lambda: instance.get_runs(started), 120, "a run of the backfill to start")
+
+        run = lab_cli("sweep", "run", "sweeps/slow.yaml", "--json", "--workers", "2", cwd=lab, timeout=600)
+        assert run.returncode == 0, run.stderr
+        summary = json.loads(run.stdout)
+        backfill_runs = wait_for(
+            lambda: (runs := instance.get_runs(dg.RunsFilter(tags=of_backfill))) and all(r.is_finished for r in runs) and runs,
+            300, "the backfill's runs to finish",
+        )
+
+    # Each dataset and cell computed once, by the backfill or the command; the command counts
+    # what it waited for, and as fresh what the backfill had finished before it planned (or
+    # before its cells were planned again after the datasets' phase).
+    for asset in CELL_ASSETS:
+        counts = _materializations(asset)
+        assert len(counts) == 4 and set(counts.values()) == {1}, (asset, counts, summary)
+    for job in ("datasets", "cells"):
+        assert summary["materialized"][job] + summary["waited"][job] + summary["fresh"][job] == 4, summary
+    # Waited for: the datasets at least (the backfill's runs compute a cell's dataset and the
+    # cell in one run; the cells, planned again once the datasets' phase is done, can be fresh).
+    assert sum(summary["waited"].values()) >= 1, summary
+    # The backfill's runs that came second stopped before computing, naming the run they deferred to.
+    for r in backfill_runs:
+        if r.status != dg.DagsterRunStatus.SUCCESS:
+            reason = run_failure(instance, r.run_id)
+            assert inflight.elsewhere(reason) is not None, reason

@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lab_assets.runtime import backfills, compute_logs, daemon, data_versions, launcher, run_queue, sqlite_storage
+from lab_assets.runtime import backfills, compute_logs, daemon, data_versions, launcher, run_assets, run_queue, sqlite_storage
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader
 
 
@@ -317,6 +317,38 @@ def test_backfill_loop_reads_the_daemon_interval_when_it_starts():
     guard(callable(main), "dagster._daemon.cli.main", "is the `dagster-daemon` command")
     guard("controller.DEFAULT_DAEMON_INTERVAL_SECONDS = BACKFILL_INTERVAL_SECONDS" in textwrap.dedent(inspect.getsource(daemon.main)),
           symbol, "lab_assets/runtime/daemon.py sets it (this guard checks what that line relies on)")
+
+
+# --- runtime/run_assets.py -------------------------------------------------------------------
+
+
+@dg.multi_asset(specs=[dg.AssetSpec("guard_model", skippable=True), dg.AssetSpec("guard_embedding", skippable=True)],
+                partitions_def=PARTS, can_subset=True)
+def guard_pair(context):  # no annotation: this file has `from __future__ import annotations`
+    for name in sorted(context.selected_output_names):
+        yield dg.Output(None, output_name=name)
+
+
+def test_a_runs_assets_are_its_selection_or_its_execution_plans():
+    symbol = "DagsterRun.asset_selection / DagsterInstance.get_execution_plan_snapshot(...).asset_selection"
+    defs = dg.Definitions(assets=[guard_source, guard_downstream, guard_pair],
+                          jobs=[dg.define_asset_job("guard_job", selection=[guard_pair, guard_downstream])])
+    instance = dg.DagsterInstance.ephemeral()
+    whole = instance.create_run_for_job(defs.resolve_job_def("guard_job"))
+    guard(not whole.asset_selection, symbol, "a run of a whole asset job carries no asset selection")
+    guard(whole.execution_plan_snapshot_id is not None, symbol, "a run stores its execution plan snapshot")
+    keys = {dg.AssetKey("guard_model"), dg.AssetKey("guard_embedding"), dg.AssetKey("guard_downstream")}
+    guard(instance.get_execution_plan_snapshot(whole.execution_plan_snapshot_id).asset_selection == keys, symbol,
+          "the plan snapshot's asset_selection is every asset of the job's steps")
+    guard(run_assets.run_assets(instance, whole) == keys, symbol, "run_assets reads it")
+    # A subset of a multi-asset's outputs, as a backfill or a launch with an asset selection makes it.
+    subset_job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={dg.AssetKey("guard_embedding")})
+    baked = instance.create_run_for_job(subset_job)
+    guard(instance.get_execution_plan_snapshot(baked.execution_plan_snapshot_id).asset_selection == {dg.AssetKey("guard_embedding")},
+          symbol, "a subset job's plan snapshot names the selected outputs of a multi-asset only")
+    selected = instance.create_run_for_job(defs.resolve_implicit_global_asset_job_def(),
+                                           asset_selection={dg.AssetKey("guard_embedding")})
+    guard(selected.asset_selection == {dg.AssetKey("guard_embedding")}, symbol, "a selecting run carries its selection")
 
 
 # --- runtime/run_queue.py --------------------------------------------------------------------

@@ -36,7 +36,12 @@ def test_tiny_sweep_on_s3(lab, s3):
     for asset in ("embedding", "metrics"):
         assert [k for k in stored if k.startswith(f"lab/assets/{asset}/")] == sorted(f"lab/assets/{asset}/{c}.parquet" for c in cells)
     assert "lab/assets/metric_table.parquet" in stored
-    assert {f"lab/reports/tiny/{n}" for n in ("metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png")} <= set(stored)
+    # The report: one version folder, named by the pointer object written last.
+    version = s3.get_object(Bucket=BUCKET, Key="lab/reports/tiny/.current")["Body"].read().decode()
+    report = [k for k in stored if k.startswith("lab/reports/")]
+    assert report == sorted(["lab/reports/tiny/.current", *(f"lab/reports/tiny/{version}/{n}" for n in (
+        "metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png", "summary.md", "summary.csv",
+        "summary.parquet", "comparisons.csv", "comparisons.parquet"))]), report
     assert sum(k.startswith("lab/keys/") for k in stored) == len(sweep.data) + len(sweep.methods) + 1
     assert not (lab / ".lab" / "assets").exists()  # nothing went to the local disk
 
@@ -82,4 +87,51 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
     result = run_sweep(sweep, workers=1)
     assert not result.failed
     assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
-    assert len(storage.read_parquet(storage.url("reports", "tiny", "metrics.parquet"))) == 4
+    assert len(storage.read_parquet(f"{storage.current(storage.url('reports', 'tiny'))}/metrics.parquet")) == 4
+    from lab_assets.dr import query  # `lab query` reads the report's current version too
+
+    assert len(query.run("SELECT * FROM tiny")) == 4
+
+
+def test_a_report_on_s3_is_replaced_whole_through_its_pointer(lab, s3, monkeypatch):
+    """Every look through the pointer while a new version uploads (and after an upload that
+    failed half way) reads one whole version; a report written before pointers (flat files) is
+    read until the first swap and then removed; two versions are kept, older ones removed."""
+    folder, names = storage.url("reports", "s"), ("a.csv", "b.csv", "c.png")
+    for n in names:  # the layout before pointers
+        storage.write_bytes(f"{folder}/{n}", b"0")
+
+    def look() -> set[bytes]:
+        at = storage.current(folder)
+        return {storage.read_bytes(f"{at}/{n}") for n in names}
+
+    assert look() == {b"0"}
+    fs, pipe = storage.filesystem(), storage.filesystem().pipe
+    looks: list[set[bytes]] = []
+
+    def one_put_at_a_time(files: dict, fail_after: int | None = None):
+        for i, (path, data) in enumerate(files.items()):
+            if i == fail_after:
+                raise OSError("connection reset")
+            pipe({path: data})
+            looks.append(look())
+
+    monkeypatch.setattr(fs, "pipe", one_put_at_a_time)
+    storage.replace_folder(folder, {n: b"1" for n in names})
+    assert looks == [{b"0"}] * 3 and look() == {b"1"}
+    assert not [k for k in objects(s3, "lab/reports/s/") if k.rsplit("/", 1)[1] in names and k.count("/") == 3]  # flat ones gone
+
+    monkeypatch.setattr(fs, "pipe", lambda files: one_put_at_a_time(files, fail_after=2))
+    try:
+        storage.replace_folder(folder, {n: b"2" for n in names})
+    except OSError:
+        pass
+    assert look() == {b"1"}  # the failed upload's files are in a folder nobody points to
+
+    monkeypatch.setattr(fs, "pipe", one_put_at_a_time)
+    looks.clear()
+    for v in (b"3", b"4"):
+        storage.replace_folder(folder, {n: v for n in names})
+    assert looks == [{b"1"}] * 3 + [{b"3"}] * 3 and look() == {b"4"}
+    versions = {k.split("/")[3] for k in objects(s3, "lab/reports/s/")} - {".current"}
+    assert len(versions) == 2  # the current one and the one before (a reader that just read the pointer)

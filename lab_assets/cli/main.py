@@ -255,9 +255,12 @@ def _print_traces(result) -> None:
 
 
 def _report_dir(name: str) -> str:
+    """The sweep's report folder as it is now (on an object store, its current version's folder:
+    a complete set, never of two versions)."""
+    from lab_assets.core import storage
     from lab_assets.defs.assets.reports import report_dir
 
-    return report_dir(name)
+    return storage.current(report_dir(name))
 
 
 def _width() -> int:

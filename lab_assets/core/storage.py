@@ -117,21 +117,22 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> str:
     return path
 
 
+CURRENT = ".current"  # on an object store, the object naming a replaced folder's current version
+
+
 def replace_folder(path: str, files: dict[str, bytes]) -> dict[str, str]:
-    """Replace the folder `path` by exactly `files` ({name: bytes}) as a whole: a reader sees the
-    previous set or the new one, never a mix. Returns {name: path}.
+    """Replace the folder `path` by exactly `files` ({name: bytes}) as a whole: a reader that goes
+    through `current(path)` sees the previous set or the new one, never a mix. Returns {name: path}.
 
     Local disk: the files go into a new hidden version folder beside it ('.<name>.<random>'),
     then the symbolic link `path` is swapped to it in one rename and the previous version is
     removed (a plain folder left by an older version is moved aside first). Object stores have no
-    atomic multi-object swap: every file is complete in memory before the first PUT, so a failure
-    while building the report leaves the previous one untouched, and each object is all or
-    nothing."""
-    paths = {name: f"{path}/{name}" for name in files}
+    rename and no multi-object swap: the files go into a new version folder inside it
+    ('<path>/.<random>/'), then the pointer object '<path>/.current' is written last, naming it
+    (one PUT: all or nothing). The version before is kept for readers that read the pointer just
+    before the swap; older ones, and files of a report written before pointers, are removed."""
     if not is_local():
-        for name, data in files.items():
-            write_bytes(paths[name], data)
-        return paths
+        return _replace_remote_folder(path, files)
     target = Path(filesystem()._strip_protocol(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     version = target.with_name(f".{target.name}.{secrets.token_hex(6)}")
@@ -151,7 +152,37 @@ def replace_folder(path: str, files: dict[str, bytes]) -> dict[str, str]:
     _fsync_dir(target.parent)
     if previous is not None and previous != version:
         shutil.rmtree(previous, ignore_errors=True)
+    return {name: f"{path}/{name}" for name in files}
+
+
+def _replace_remote_folder(path: str, files: dict[str, bytes]) -> dict[str, str]:
+    fs, pointer = filesystem(), f"{path}/{CURRENT}"
+    try:
+        previous = fs.cat_file(pointer).decode()
+    except FileNotFoundError:
+        previous = None
+    version = f".{secrets.token_hex(6)}"
+    paths = {name: f"{path}/{version}/{name}" for name in files}
+    fs.pipe({paths[name]: data for name, data in files.items()})  # concurrent PUTs, each all or nothing
+    write_bytes(pointer, version.encode())  # the swap
+    keep = {version, previous, CURRENT}
+    fs.invalidate_cache(path)
+    stale = [p for p in fs.ls(path, detail=False) if p.rstrip("/").rsplit("/", 1)[-1] not in keep]
+    if stale:
+        fs.rm(stale, recursive=True)
     return paths
+
+
+def current(path: str) -> str:
+    """Where a folder written by `replace_folder` is read from: the folder itself on local disk
+    (its link is swapped whole); on an object store, the version folder its pointer names (one
+    GET), or the folder itself when it has no pointer (written before pointers, or not yet)."""
+    if is_local():
+        return path
+    try:
+        return f"{path}/{filesystem().cat_file(f'{path}/{CURRENT}').decode()}"
+    except FileNotFoundError:
+        return path
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

@@ -41,8 +41,9 @@ def tables() -> dict[str, str]:
     found = {"metric_table": storage.asset_path("metric_table")}
     for name in keystore.keys("sweep"):
         if VIEW_NAME.match(name):  # a sweep named like a SQL identifier gets a view
-            found[name] = storage.url("reports", name, "metrics.parquet")
-            found[f"{name}_summary"] = storage.url("reports", name, "summary.parquet")
+            report = storage.current(storage.url("reports", name))  # one version's files
+            found[name] = f"{report}/metrics.parquet"
+            found[f"{name}_summary"] = f"{report}/summary.parquet"
     return {view: path for view, path in found.items() if storage.exists(path)}
 
 

@@ -57,7 +57,7 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
     says INTERRUPTED."""
     start, instance, job, partition = time.perf_counter(), get_instance(), job_name(run.job), name(run.partition) or None
     while True:
-        other = inflight.other_run(instance, job, partition, tags)
+        other = inflight.other_run(instance, job, partition, tags, assets=run.assets)
         if interrupted():  # Ctrl-C while idle or looking: start nothing more
             return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
         if other is None:

@@ -83,7 +83,7 @@ class Webserver:
 
     def _other(self, r: Run, tags: dict[str, str]) -> str | None:
         """Another command's run of `r` to wait for instead (defs/inflight.py)."""
-        other = inflight.other_run(get_instance(), job_name(r.job), name(r.partition) or None, tags)
+        other = inflight.other_run(get_instance(), job_name(r.job), name(r.partition) or None, tags, assets=r.assets)
         return None if other is None else other.dagster_run.run_id
 
     def execute(self, runs: Sequence[Run], tags: dict[str, str], on_done: Callable[[Outcome], None]) -> list[Outcome]:
