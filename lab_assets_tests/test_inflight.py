@@ -129,3 +129,71 @@ def test_a_caller_naming_no_assets_matches_runs_of_its_job(instance):
     found = inflight.other_run(instance, job_name("gpt_model"), "corpus-a|trial-b", tags)
     assert found is not None and found.dagster_run.run_id == trial.run_id
     assert inflight.other_run(instance, job_name("corpus"), "corpus-a|trial-b", tags) is None
+
+
+def test_a_finished_run_that_computed_part_of_this_one_leaves_the_rest_to_do(lab, instance):
+    """A backfill's run materialized a new cell's dataset only: a command's run of that cell
+    (dataset and cell) is not done by it; what is left is the cell's own run, which that finished
+    run does not block; and, run for real, it computes the cell."""
+    from lab_assets.defs.jobs import CELLS_WITH_DATA
+    from lab_assets.defs.work import Run, remaining
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.local import execute_run
+    from lab_assets.runner.run import MATERIALIZED
+    from lab_assets.runner.sweeps import register_and_plan
+
+    register_and_plan(load_sweep(lab / "sweeps" / "tiny.yaml"))
+    cell = instance.get_dynamic_partitions("cell")[0]
+    tags = inflight.command_tags(time.time() - 5)
+    data_only = definitions().resolve_job_def(job_name(DATASETS)).execute_in_process(
+        instance=instance, partition_key=cell, tags={inflight.COMMAND_TAG: "someone-else"})
+    done = instance.get_run_by_id(data_only.run_id)
+    whole = Run(CELLS_WITH_DATA, cell, assets=("raw_dataset", "dataset", "embedding", "metrics"))
+
+    assert inflight.computed(instance, done) == {"raw_dataset", "dataset"}
+    rest = remaining(whole, inflight.computed(instance, done))
+    assert (rest.job, rest.assets) == (CELLS, ("embedding", "metrics"))
+    assert remaining(rest, {"raw_dataset", "dataset", "embedding", "metrics", "model"}) is None
+    # The finished run covers only part of the whole run: not a reason to skip it, nor the rest.
+    assert inflight.other_run(instance, job_name(CELLS_WITH_DATA), cell, tags, assets=whole.assets) is None
+    assert inflight.other_run(instance, job_name(CELLS), cell, tags, assets=rest.assets) is None
+    outcome = execute_run(whole, tags)
+    assert outcome.status == MATERIALIZED and outcome.job == CELLS_WITH_DATA, outcome
+    assert instance.get_latest_materialization_event(dg.AssetKey("metrics")) is not None
+
+
+def test_a_run_waited_for_that_computed_only_the_dataset_leaves_the_cell_to_the_waiter(lab, instance):
+    """A backfill's run of a new cell's dataset is in flight; a command's run of that cell waits
+    for it, then computes the cell only: each asset of the partition is materialized once."""
+    import threading
+
+    from lab_assets.defs.jobs import CELLS_WITH_DATA
+    from lab_assets.defs.work import Run
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.local import execute_run
+    from lab_assets.runner.run import MATERIALIZED
+    from lab_assets.runner.sweeps import register_and_plan
+
+    register_and_plan(load_sweep(lab / "sweeps" / "tiny.yaml"))
+    cell = instance.get_dynamic_partitions("cell")[0]
+    theirs = {inflight.COMMAND_TAG: "someone-else"}
+    backfill = instance.create_run_for_job(
+        job_def=definitions().resolve_implicit_global_asset_job_def(), asset_selection=set(_keys("raw_dataset", "dataset")),
+        status=STARTED, tags={"dagster/partition": cell, **theirs},
+    )
+
+    def the_backfill_computes_the_dataset():
+        time.sleep(1.0)  # the command is waiting by then
+        definitions().resolve_job_def(job_name(DATASETS)).execute_in_process(instance=instance, partition_key=cell, tags=theirs)
+        instance.report_dagster_event(dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name=backfill.job_name),
+                                      run_id=backfill.run_id)
+
+    other = threading.Thread(target=the_backfill_computes_the_dataset)
+    other.start()
+    outcome = execute_run(Run(CELLS_WITH_DATA, cell, assets=("raw_dataset", "dataset", "embedding", "metrics")),
+                          inflight.command_tags(time.time()))
+    other.join()
+    assert outcome.status == MATERIALIZED and outcome.job == CELLS_WITH_DATA, outcome
+    for asset in ("raw_dataset", "dataset", "embedding", "metrics"):
+        records = instance.fetch_materializations(dg.AssetKey(asset), limit=10).records
+        assert [r.asset_materialization.partition for r in records] == [cell], asset

@@ -17,8 +17,10 @@ daemon carries no command tag and is checked the same way: the later of two comp
 and command runs fails at once, naming the run it deferred to (its partition is reported as in
 flight elsewhere, not computed twice).
 
-Overlap is enough to wait, not to have been computed: a run waited for that materialized only
-some of this run's assets leaves the others as the next plan finds them (missing or stale).
+Overlap is enough to wait for a run in flight; once it has finished, what it did not compute is
+computed after all (`work.remaining`: a new cell's run whose dataset a backfill's run
+materialized goes on as the cell's own run), and a finished run counts only if it computed all
+of this run's assets.
 """
 
 from __future__ import annotations
@@ -104,7 +106,14 @@ def other_run(
     if PLANNED_AT_TAG not in tags:
         return None
     planned_at = float(tags[PLANNED_AT_TAG])
-    return next((r for r in others if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS and (r.end_time or 0) > planned_at), None)
+    # Finished: only a run that computed all of this one's assets makes it unnecessary.
+    return next((r for r in others if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS and (r.end_time or 0) > planned_at
+                 and mine <= run_assets(instance, r.dagster_run)), None)
+
+
+def computed(instance: dg.DagsterInstance, run: dg.DagsterRun) -> frozenset[str]:
+    """The names of the assets a (finished) run materializes: what waiting for it got."""
+    return frozenset(key.to_user_string() for key in run_assets(instance, run))
 
 
 def claim(context: dg.AssetExecutionContext) -> None:

@@ -10,8 +10,8 @@ requests a sensor returns (`requests`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
 
 import dagster as dg
 
@@ -124,6 +124,18 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
         {SWEEP_TAG: sweep.name, **command_tags(plan.planned_at)},
         None if recheck is None else lambda: sweep_work(recheck()),
     )
+
+
+def remaining(run: Run, computed: Collection[str]) -> Run | None:
+    """`run` once another command's run has computed the assets named `computed` of its
+    partition: None when nothing is left; a new cell's run whose dataset was computed becomes the
+    cell's own run; any other partial overlap leaves the whole run to do."""
+    left = [a for a in run.assets if a not in computed]
+    if not left:
+        return None
+    if run.job == CELLS_WITH_DATA and not set(left) & set(DATA_ASSETS):
+        return replace(run, job=CELLS, assets=tuple(left))
+    return run
 
 
 def report_work(sweep: Sweep) -> Work:

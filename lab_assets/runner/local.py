@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import time
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
 
@@ -19,7 +20,7 @@ from dagster import DagsterRunStatus
 from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
-from lab_assets.defs.work import Run
+from lab_assets.defs.work import Run, remaining
 from lab_assets.runner.pool import WorkerPool, interrupted
 from lab_assets.runner.preload import definitions
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
@@ -55,22 +56,25 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
     run in flight (defs/inflight.py): then its run is waited for (WAITED), or, if it fails or is
     stopped, this one runs after all. Ctrl-C during the run: Dagster fails the run; the outcome
     says INTERRUPTED."""
-    start, instance, job, partition = time.perf_counter(), get_instance(), job_name(run.job), name(run.partition) or None
+    start, instance, kind, partition = time.perf_counter(), get_instance(), run.job, name(run.partition) or None
     while True:
-        other = inflight.other_run(instance, job, partition, tags, assets=run.assets)
+        other = inflight.other_run(instance, job_name(run.job), partition, tags, assets=run.assets)
         if interrupted():  # Ctrl-C while idle or looking: start nothing more
-            return Outcome(run.job, name(run.partition), INTERRUPTED, "interrupted before it started")
+            return Outcome(kind, name(run.partition), INTERRUPTED, "interrupted before it started")
         if other is None:
             outcome = _execute(run, tags)
             other_id = inflight.elsewhere(outcome.why) if outcome.status == FAILED else None
             if other_id is None:
-                return outcome
+                return replace(outcome, job=kind)  # counted as what was asked for (a rest of it: see below)
         else:
             other_id = other.dagster_run.run_id
         done = inflight.wait(instance, other_id, stop=interrupted)
         if done is not None and done.status == DagsterRunStatus.SUCCESS:
-            return Outcome(run.job, name(run.partition), WAITED, f"computed by run {other_id[:8]} of another command",
-                           time.perf_counter() - start, other_id)
+            rest = remaining(run, inflight.computed(instance, done))
+            if rest is None:
+                return Outcome(kind, name(run.partition), WAITED, f"computed by run {other_id[:8]} of another command",
+                               time.perf_counter() - start, other_id)
+            run = rest  # it computed part of this run: the rest is still to do
 
 
 def _execute(run: Run, tags: dict[str, str]) -> Outcome:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from dagster import DagsterRunStatus
 
 from lab_assets.defs import inflight
 from lab_assets.defs.jobs import job_name, partition_tags
-from lab_assets.defs.work import Run
+from lab_assets.defs.work import Run, remaining
 from lab_assets.runner.run import FAILED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
 
@@ -118,6 +119,11 @@ class Webserver:
                     pending[other or self._launch(r, tags)] = (r, other is None)
                     continue
             seconds = time.perf_counter() - start
+            if status == DagsterRunStatus.SUCCESS and not ours:
+                rest = remaining(r, inflight.computed(get_instance(), get_instance().get_run_by_id(run_id)))
+                if rest is not None:  # it computed part of this run: launch the rest, counted as the whole
+                    pending[self._launch(rest, tags)] = (replace(rest, job=r.job), True)
+                    continue
             if status == DagsterRunStatus.SUCCESS:
                 why = "" if ours else f"computed by run {run_id[:8]} of another command"
                 outcomes.append(Outcome(r.job, name(r.partition), MATERIALIZED if ours else WAITED, why, seconds, run_id))
