@@ -8,7 +8,8 @@ metric), where only the platform costs. For each size, from an empty project:
 - no-op: `lab sweep run` again with nothing to do, as a whole process: the first re-run (the
   answer the run saved), the full path (the saved answer removed first), the saved answer
   (runner/noop_cache.py), and, with --baseline, the full path of another checkout's code
-  (e.g. `git archive <commit> | tar -x -C DIR`), interleaved, REPEATS times each.
+  (e.g. `git archive <commit> | tar -x -C DIR`), interleaved, REPEATS times each; with
+  --baseline the run too (the other code's, from its own empty project, just before).
 
     python benchmarks/scaling.py --cells 100,1000,10000 --run-up-to 1000 --baseline /tmp/base
 Prints one JSON line per size; medians and ratios are within this run.
@@ -45,8 +46,17 @@ def with_code(env: dict, root: Path) -> dict:
     return {**env, "PYTHONPATH": str(root)}
 
 
+def baseline_run(cells: int, baseline: Path) -> float:
+    """The same sweep run by another checkout's code, from an empty project (seconds)."""
+    with project(sweep_text(cells), "scaling") as (folder, env, file):
+        return measure.run([*LAB, "sweep", "run", file, "--quiet"], with_code(env, baseline), folder, timeout=7200).seconds
+
+
 def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> dict:
     out: dict = {"cells": cells, "load_before": os.getloadavg()[0]}
+    if run and baseline is not None:  # before this code's run: the two runs see similar loads
+        out["run_baseline_s"] = baseline_run(cells, baseline)
+        out["run_baseline_per_cell_s"] = out["run_baseline_s"] / cells
     with project(sweep_text(cells), "scaling") as (folder, env, file):
         env = with_code(env, ROOT)
         plan = measure.run([*LAB, "sweep", "plan", file, "--json"], env, folder)
@@ -57,6 +67,8 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> 
         r = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=7200)
         out["run_s"], out["run_per_cell_s"] = r.seconds, r.seconds / cells
         out["run_peak_root_gib"], out["run_peak_tree_gib"] = r.peak_root_gib, r.peak_rss_gib
+        if "run_baseline_s" in out:
+            out["ratio_run_over_baseline"] = r.seconds / out["run_baseline_s"]
         cache = folder / ".lab" / "cache"
         noop = [*LAB, "sweep", "run", file, "--quiet"]
         out["noop_first_s"] = measure.run(noop, env, folder).seconds  # answered from what the run saved
