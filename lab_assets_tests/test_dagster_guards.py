@@ -86,6 +86,20 @@ def test_data_version_tag_is_what_observations_carry():
           "the resolver takes a runless observation's tag as the source's current data version")
 
 
+def test_latest_observation_of_every_partition_in_bulk():
+    symbol = "EventLogStorage.get_latest_storage_id_by_partition + DagsterEventType (dagster._core.events)"
+    instance = dg.DagsterInstance.ephemeral()
+    guard(data_versions.last_data_versions(instance, "guard_source") == {}, symbol, "nothing observed: nothing")
+    for partition, versions in {"a": ["v1", "v2"], "b": ["w1"]}.items():
+        for version in versions:
+            data_versions.observe(instance, "guard_source", version, partition)
+    instance.report_runless_asset_event(dg.AssetMaterialization("guard_source", partition="b"))  # not an observation
+    guard(data_versions.last_data_versions(instance, "guard_source") == {"a": "v2", "b": "w1"}, symbol,
+          "the latest observation's data version per partition, materializations ignored")
+    guard({p: data_versions.last_data_version(instance, "guard_source", p) for p in "ab"} == {"a": "v2", "b": "w1"},
+          symbol, "the same answers as one query per partition")
+
+
 # --- runtime/backfills.py --------------------------------------------------------------------
 
 

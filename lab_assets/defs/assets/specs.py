@@ -20,7 +20,7 @@ from lab_assets.core import keys
 from lab_assets.defs.partitions import CELL
 from lab_assets.core.registry import digest, source_file
 from lab_assets.dr.sweep import DataConfig, MethodConfig, Sweep
-from lab_assets.runtime.data_versions import observe_if_changed
+from lab_assets.runtime.data_versions import last_data_versions, observe, observe_if_changed
 
 GROUP = "specs"
 
@@ -87,6 +87,14 @@ def record_observations(instance: dg.DagsterInstance) -> int:
     """Record the current version of every spec whose last observation differs, without a run:
     the same AssetObservation (data version tag) the UI's "Observe" writes, at a fraction of
     the cost of three observation runs. Returns how many were recorded."""
-    return sum(
-        observe_if_changed(instance, asset, version, partition) for (asset, partition), version in current_versions().items()
-    )
+    versions = current_versions()
+    # The partitioned specs' last versions in bulk: one query per partition was ~1 ms a cell.
+    observed = {asset: last_data_versions(instance, asset) for asset in {a for a, p in versions if p is not None}}
+    recorded = 0
+    for (asset, partition), version in versions.items():
+        if partition is None:
+            recorded += observe_if_changed(instance, asset, version)
+        elif observed[asset].get(partition) != version:
+            observe(instance, asset, version, partition)
+            recorded += 1
+    return recorded
