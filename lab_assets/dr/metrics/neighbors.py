@@ -198,12 +198,6 @@ def _rank(A: np.ndarray, rows, cols) -> np.ndarray:
     return out
 
 
-def warm() -> None:
-    """Load the rank kernels from numba's cache now (~0.4 s in a fresh process: numba's typing
-    context and the cached machine code) instead of in a process's first metric."""
-    _rank(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]), [0], [1])
-
-
 def rank_penalty_score(ranks: np.ndarray, k: int, n: int, metric: str) -> float:
     """Venna & Kaski's score shared by trustworthiness and continuity: 1 minus the normalised
     sum of how far beyond rank k each of a point's k neighbours sits in the other space.
