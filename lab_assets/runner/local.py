@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import signal
 import time
-from dataclasses import replace
 from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
+from dataclasses import replace
 
 from dagster import DagsterRunStatus
 

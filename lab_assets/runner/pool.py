@@ -2,7 +2,7 @@
 
 A worker is a spawned Python that imports Dagster and the definitions, then pays what the first
 cell run of a process pays (`preload.warm`: scikit-learn's neighbours, numba's cached kernels,
-W&B's service): ~2.5 s of CPU each on the reference machine. `lab sweep run` starts them first,
+W&B's service): ~3 s of CPU each on the reference machine. `lab sweep run` starts them first,
 so that this overlaps its own imports, registration and plan instead of following them
 (BENCHMARKS.md, "Fixed costs"). This module (and what it imports) loads only the standard
 library: the workers start within ~0.1 s of the command.
