@@ -17,9 +17,9 @@ def definitions():
 
 def warm() -> None:
     """Pay now what a process's first cell run pays on top of the run itself (profiled: the first
-    run of a trivial cell took 1.7-1.8 s, the next 0.15 s): the definitions, scikit-learn's neighbours, numba's cached rank kernels, W&B's modules and
-    service. Warming is an optimisation: whatever fails here fails again, and is reported, in
-    the run that needs it."""
+    run of a trivial cell took 1.7-1.8 s, the next 0.15 s): the definitions, scikit-learn's
+    neighbours, numba's cached rank kernels, W&B's modules and service. Warming is an
+    optimisation: whatever fails here fails again, and is reported, in the run that needs it."""
     try:
         definitions()
         import numpy as np
