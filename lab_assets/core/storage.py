@@ -210,8 +210,13 @@ def size(path: str | os.PathLike[str]) -> int | None:
 
 
 def glob(pattern: str) -> list[str]:
-    """Matching paths, as full URLs under the root, sorted. Temporaries ('.'-names) never match."""
+    """Matching paths, as full URLs under the root, sorted. Temporaries ('.'-names) never match.
+    What the store holds now: an object store's cached listing would miss what other processes
+    wrote since (two ledger writers each rewrote the views from a listing without the other's
+    last row)."""
     fs = filesystem()
+    if not is_local():
+        fs.invalidate_cache(pattern.split("*", 1)[0].rsplit("/", 1)[0])
     found = fs.glob(pattern)
     return sorted(found if is_local() else (fs.unstrip_protocol(p) for p in found))
 
