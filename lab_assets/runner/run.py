@@ -153,7 +153,9 @@ def _run_phases(work: Work, target: Target, progress: Progress, result: Result) 
                 else:
                     todo.append(r)
             if todo:
-                outcomes = [part for o in target.execute(todo, dict(work.tags), lambda o: done(split(o)[-1])) for part in split(o)]
+                # A run of several kinds ticks its phase's progress once, as its last kind (the cell).
+                ran = target.execute(todo, dict(work.tags), lambda o: done(split(o)[-1]))
+                outcomes = [part for o in ran for part in split(o)]
                 result.outcomes += outcomes
                 failed |= {(o.job, o.partition) for o in outcomes if o.status == FAILED}
                 if any(o.status == INTERRUPTED for o in outcomes):
