@@ -17,6 +17,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -78,23 +79,35 @@ def cell_compute(home: Path, since: float) -> float:
     return total
 
 
-def lab_run(code_root: Path, workers: int) -> dict:
+def lab_run(code_root: Path, workers: int, service: str | None = None) -> dict:
     """Cold, then warm: the same sweep with one method parameter edited (issue #15: the fixed
-    cost beyond the new cells' own compute, spread over the workers, should be <= 2 s)."""
-    with project(SWEEP, "small") as (folder, env, file):
-        env = {**env, "PYTHONPATH": str(code_root)}
+    cost beyond the new cells' own compute, spread over the workers, should be <= 2 s).
+    `service`: None, without the warm service (cli/service.py); "start": the cold command starts
+    it; "running": it was started before the cold command (not timed). Stopped after."""
+    with project(SWEEP, "small") as (folder, env, file), tempfile.TemporaryDirectory(dir="/tmp") as runtime:
+        env = {**env, "PYTHONPATH": str(code_root), "LAB_SERVICE": "1" if service else "0", "XDG_RUNTIME_DIR": runtime}
         home = folder / ".lab" / "dagster"
-        started = time.time()
-        m = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
-        out = {"wall_s": m.seconds, **timeline(home, started, m.seconds)}
-        path = folder / file
-        path.write_text(path.read_text().replace(*EDIT))
-        started = time.time()
-        warm = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
-        compute = cell_compute(home, started)
-        out.update(warm_wall_s=warm.seconds, warm_new_cells_compute_s=compute,
-                   warm_fixed_s=warm.seconds - compute / workers)
-        return out
+        if service == "running":
+            measure.run([*LAB, "service", "start"], env, folder)
+        try:
+            return _cold_then_warm(folder, env, file, home, workers)
+        finally:
+            if service:
+                measure.run([*LAB, "service", "stop"], env, folder)
+
+
+def _cold_then_warm(folder: Path, env: dict, file: str, home: Path, workers: int) -> dict:
+    started = time.time()
+    m = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
+    out = {"wall_s": m.seconds, **timeline(home, started, m.seconds)}
+    path = folder / file
+    path.write_text(path.read_text().replace(*EDIT))
+    started = time.time()
+    warm = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
+    compute = cell_compute(home, started)
+    out.update(warm_wall_s=warm.seconds, warm_new_cells_compute_s=compute,
+               warm_fixed_s=warm.seconds - compute / workers)
+    return out
 
 
 def main() -> None:
@@ -103,18 +116,23 @@ def main() -> None:
     p.add_argument("--baseline", type=Path)
     args = p.parse_args()
     workers = len(os.sched_getaffinity(0))  # what `lab sweep run` uses by default
-    out: dict = {"load_before": os.getloadavg()[0], "plain_s": [], "lab": [], "baseline": []}
+    out: dict = {"load_before": os.getloadavg()[0], "plain_s": [], "lab": [], "service_start": [], "service_running": [], "baseline": []}
     with project(SWEEP, "small") as (folder, env, file):
         for _ in range(args.repeats):
             plain = measure.run([PY, str(ROOT / "benchmarks" / "plain_loop.py"), file], {**env, "PYTHONPATH": str(ROOT)}, folder)
             out["plain_s"].append(plain.seconds)
             out["lab"].append(lab_run(ROOT, workers))
+            out["service_start"].append(lab_run(ROOT, workers, "start"))
+            out["service_running"].append(lab_run(ROOT, workers, "running"))
             if args.baseline:
                 out["baseline"].append(lab_run(args.baseline, workers))
             print(json.dumps(out), file=sys.stderr, flush=True)
     plain = statistics.median(out["plain_s"])
     out["ratio_lab_over_plain"] = statistics.median(r["wall_s"] for r in out["lab"]) / plain
     out["warm_fixed_s"] = statistics.median(r["warm_fixed_s"] for r in out["lab"])
+    for kind in ("service_start", "service_running"):
+        out[f"ratio_{kind}_over_plain"] = statistics.median(r["wall_s"] for r in out[kind]) / plain
+        out[f"{kind}_warm_fixed_s"] = statistics.median(r["warm_fixed_s"] for r in out[kind])
     if out["baseline"]:
         out["ratio_baseline_over_plain"] = statistics.median(r["wall_s"] for r in out["baseline"]) / plain
     out["load_after"] = os.getloadavg()[0]

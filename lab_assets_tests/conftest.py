@@ -87,6 +87,7 @@ def swissroll_points(n: int):
 def lab(tmp_path, monkeypatch):
     """An empty lab project in tmp_path: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it."""
     monkeypatch.setenv("LAB_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("LAB_SERVICE", "0")  # commands run as the test starts them (test_service.py: the service)
     for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LAB_HOME", str(tmp_path / ".lab"))

@@ -92,11 +92,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_noop(answer, args.json, time.perf_counter() - start)
         return 0
 
+    # Work to do: the warm service runs it if it can (cli/service.py), with everything loaded.
+    from lab_assets.cli import service
+
+    if service.enabled() and (code := service.forward(args.argv)) is not None:
+        return code
     # The workers start first: their imports and warm-up overlap this process's (runner/pool.py).
     from lab_assets.runner.pool import WorkerPool, default_workers
 
     workers = args.workers or default_workers()
-    with WorkerPool(workers) if not args.submit and workers > 1 else nullcontext() as pool:
+    with WorkerPool(workers, fork=service.inside()) if not args.submit and workers > 1 else nullcontext() as pool:
         return _run(args, text, cache, pool, start)
 
 
@@ -421,6 +426,25 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, target)
 
 
+def cmd_service(args: argparse.Namespace) -> int:
+    from lab_assets.cli import service
+
+    if args.action == "stop":
+        print(f"lab service: {service.stop_all()} stopped")
+        return 0
+    if args.action == "start":
+        started = service.start()
+        print(f"lab service: {'ready' if started else 'did not start'}")
+        return 0 if started else FAILED
+    found = service.running()
+    for s in found:
+        print(f"{s['key']}  pid {s['pid']}  {'this environment' if s['this_environment'] else 'another environment or code'}"
+              f"  log {s['log']}")
+    if not found:
+        print("lab service: none running")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lab", description="Sweeps of datasets x methods x seeds as Dagster assets.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -480,6 +504,11 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(fn=cmd_ui, writes=True)
 
+    service = sub.add_parser("service", help="the warm service that runs `lab sweep run` with Dagster and the "
+                             "libraries already loaded (on by default in a terminal; LAB_SERVICE=0/1)")
+    service.add_argument("action", choices=["status", "start", "stop"])
+    service.set_defaults(fn=cmd_service)
+
     from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
 
     add_cluster_parser(sub)
@@ -492,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
 
         skip_final_collections()
     args = parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv  # what the warm service is handed
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT

@@ -45,14 +45,17 @@ def _init() -> None:
 
 
 class WorkerPool:
-    """`workers` spawned, single-threaded processes, each started now and warmed."""
+    """`workers` single-threaded processes, each started now and warmed: spawned, or, with
+    `fork`, forked from this process, which must then hold no thread, connection or instance
+    yet (a command run by the warm service, cli/service.py: the workers start loaded)."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, fork: bool = False):
         # Workers are single-threaded through the environment, set before they spawn.
         self._saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
         os.environ.update(SINGLE_THREADED)
-        # spawn, not fork: the parent holds SQLite connections and threads that must not be copied.
-        self.executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init)
+        # spawn unless asked: a parent that holds SQLite connections and threads must not be copied.
+        context = multiprocessing.get_context("fork" if fork else "spawn")
+        self.executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init)
         self.used = False  # a run was submitted: closing waits for the runs instead of ending the workers
         for _ in range(workers):  # the executor would spawn them one per submitted run, i.e. only once planned
             self.executor.submit(int)

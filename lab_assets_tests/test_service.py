@@ -1,0 +1,179 @@
+"""The warm service (cli/service.py): a command it runs computes what the same command computes
+without it, in the folder and environment it was typed in; Ctrl-C, exit codes and errors reach
+the terminal as they would; a service serves one environment and ends on `lab service stop`."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from lab_assets.cli import service
+from lab_assets_tests.conftest import TINY_SWEEP, wait_for
+
+SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
+        "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n")
+
+
+@pytest.fixture
+def services(monkeypatch):
+    """A private service folder (short: a socket's path is limited to 107 bytes), every service
+    in it stopped after the test; LAB_SERVICE=1."""
+    runtime = Path(tempfile.mkdtemp(prefix="ls-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("LAB_SERVICE", "1")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    for var in ("LAB_HOME", "DAGSTER_HOME", "LAB_PROJECT_DIR", "LAB_STORAGE_URL", "LAB_EXECUTOR"):
+        monkeypatch.delenv(var, raising=False)  # each project's lab home comes from its folder
+    yield runtime
+    pids = [s["pid"] for s in service.running() if s["pid"]]
+    service.stop_all()
+    for pid in pids:
+        wait_for(lambda: not _alive(pid), 30, f"service {pid} to end")
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(") ")[-1].startswith("Z"))
+
+
+def _project(root: Path, name: str, sweep: str = TINY_SWEEP) -> Path:
+    folder = root / name
+    (folder / "sweeps").mkdir(parents=True)
+    (folder / "sweeps" / "s.yaml").write_text(sweep)
+    return folder
+
+
+def _lab(*args, cwd: Path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **env})
+
+
+def _table(project: Path) -> pd.DataFrame:
+    table = pd.read_parquet(project / ".lab" / "reports" / "tiny" / "metrics.parquet")
+    metrics = [c for c in table.columns if c.startswith(("trustworthiness", "lid"))]
+    assert metrics, table.columns
+    return table.sort_values(list(table.columns[:3])).reset_index(drop=True)[list(table.columns[:3]) + metrics]
+
+
+def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_would(tmp_path, services):
+    a, b, plain = (_project(tmp_path, n) for n in ("a", "b", "plain"))
+    first = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=a)
+    assert first.returncode == 0, first.stderr
+    [running] = service.running()  # started by the first command, which it then ran
+    assert _alive(running["pid"])
+    status = _lab("service", "status", cwd=b)
+    assert f"{running['key']}  pid {running['pid']}  this environment" in status.stdout, status.stdout
+    second = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=b)
+    assert second.returncode == 0, second.stderr
+    assert [s["pid"] for s in service.running()] == [running["pid"]]  # the same service took it
+    without = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=plain, LAB_SERVICE="0")
+    assert without.returncode == 0, without.stderr
+    assert len(service.running()) == 1
+
+    for out in (first, second, without):
+        assert "sweep tiny: 4 datasets and 4 cells materialized" in out.stdout, out.stdout
+    # Each command wrote to the lab home of its own folder (the service's environment has none).
+    for project in (a, b):
+        pd.testing.assert_frame_equal(_table(project), _table(plain), check_exact=True)
+        with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
+            assert {r.status for r in instance.get_runs()} == {dg.DagsterRunStatus.SUCCESS}
+    # The runs of the service's commands are the service's children; none is left.
+    wait_for(lambda: not _children(running["pid"]), 10, "the service's commands to be reaped")
+
+    # A no-op is answered by the client without the service; a bad file is refused with exit 2.
+    noop = _lab("sweep", "run", "sweeps/s.yaml", cwd=a)
+    assert noop.returncode == 0 and "0 datasets and 0 cells materialized, 4 already fresh" in noop.stdout, noop.stdout + noop.stderr
+    (a / "sweeps" / "bad.yaml").write_text("name: [\n")
+    bad = _lab("sweep", "run", "sweeps/bad.yaml", cwd=a)
+    assert bad.returncode == 2 and "lab: invalid sweep" in bad.stderr and "bad.yaml" in bad.stderr, bad.stderr
+
+
+def _children(pid: int) -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.strip() and not line.split()[1].startswith("Z")]
+
+
+def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, services):
+    project = _project(tmp_path, "p", SLOW)
+    assert _lab("service", "start", cwd=project).returncode == 0
+    [running] = service.running()
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
+                             "--workers", "2"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        embeddings = project / ".lab"
+        wait_for(lambda: any(embeddings.rglob("embedding/**/*.parquet")) or proc.poll() is not None, 300,
+                 "a first embedding")
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the client only
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "of 4 cells done; run again to continue" in err.splitlines()[-1], err
+    wait_for(lambda: not _children(running["pid"]), 15, "the command and its workers to end")
+    with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
+        assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
+    assert _alive(running["pid"])  # the service itself goes on
+
+    again = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", "--quiet", cwd=project)
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_killed_client_interrupts_its_command(tmp_path, services):
+    project = _project(tmp_path, "p", SLOW)
+    assert _lab("service", "start", cwd=project).returncode == 0
+    [running] = service.running()
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
+                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
+    time.sleep(2)
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not _children(running["pid"]), 60, "the orphaned command to be interrupted")
+    with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
+        assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
+
+
+def test_a_service_serves_one_environment_and_code():
+    env = {"PATH": "/usr/bin", "LAB_HOME": "/a", "PWD": "/x", "SHLVL": "1"}
+    same = {**env, "PWD": "/y", "SHLVL": "2", "OLDPWD": "/x", "LAB_SERVICE": "1"}
+    assert service.key(env) == service.key(same)  # what a shell changes between commands
+    assert service.key(env) != service.key({**env, "LAB_HOME": "/b"})
+    assert service.key(env) != service.key({**env, "OMP_NUM_THREADS": "4"})
+    assert service.key(env) != service.key({**env, "WANDB_API_KEY": "x"})
+
+
+def test_off_unless_asked_or_in_a_terminal(monkeypatch):
+    monkeypatch.setenv("LAB_SERVICE", "0")
+    assert not service.enabled()
+    monkeypatch.setenv("LAB_SERVICE", "1")
+    assert service.enabled()
+    monkeypatch.setenv("LAB_SERVICE_CHILD", "1")
+    assert not service.enabled()  # a command the service runs never forwards again
+    monkeypatch.delenv("LAB_SERVICE_CHILD")
+    monkeypatch.delenv("LAB_SERVICE")
+    assert not service.enabled()  # pytest's stdin/stderr are not both terminals
+
+
+def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / f"lab-assets-{os.getuid()}").mkdir(mode=0o755)
+    os.chmod(tmp_path / f"lab-assets-{os.getuid()}", 0o755)
+    with pytest.raises(PermissionError, match="not private"):
+        service.folder()
