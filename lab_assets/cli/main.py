@@ -525,33 +525,45 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
-    from lab_assets.core.input_files import InputError
-    from lab_assets.core.settings import check_writable
-    from lab_assets.core.storage import UnreadableFileError
-
     try:
         if getattr(args, "writes", False):
+            from lab_assets.core.settings import check_writable
+
             check_writable()  # a read-only or full lab home: refused before anything starts
         return args.fn(args)
-    except InputError as e:
-        print(f"lab: invalid {e.what}\n{e}", file=sys.stderr)
-        return BAD_INPUT
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:  # `lab ... | head`: the reader left; what was done stays done
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return FAILED
-    except UnreadableFileError as e:  # a file read here (a report's, lab query's tables)
-        print(f"lab: {e.problem}; `lab verify <sweep file>` names every damaged file and the command that "
+    except Exception as e:
+        code = _refused(e)
+        if code is None:
+            raise
+        return code
+
+
+def _refused(error: Exception) -> int | None:
+    """The exit code of an error that is the input's or the lab home's, said in one sentence;
+    None for any other (a bug: its traceback stays). The error classes are imported here, not
+    before the command: `lab sweep run`'s no-op answer and hand-over to the warm service load
+    neither pandas nor pydantic."""
+    from lab_assets.core.input_files import InputError
+    from lab_assets.core.storage import UnreadableFileError
+
+    if isinstance(error, InputError):
+        print(f"lab: invalid {error.what}\n{error}", file=sys.stderr)
+        return BAD_INPUT
+    if isinstance(error, UnreadableFileError):  # a file read here (a report's, lab query's tables)
+        print(f"lab: {error.problem}; `lab verify <sweep file>` names every damaged file and the command that "
               "recomputes it", file=sys.stderr)
         return FAILED
-    except Exception as e:
-        problem = _storage_problem(e)
-        if problem is None:
-            raise
-        print(f"lab: {problem}", file=sys.stderr)
-        return BAD_INPUT
+    problem = _storage_problem(error)
+    if problem is None:
+        return None
+    print(f"lab: {problem}", file=sys.stderr)
+    return BAD_INPUT
 
 
 def _storage_problem(error: BaseException) -> str | None:

@@ -60,6 +60,11 @@ def _filesystem(url: str, options: str) -> fsspec.AbstractFileSystem:
     return fsspec.core.url_to_fs(url, **json.loads(options or "{}"))[0]
 
 
+def filesystem_cache_clear() -> None:
+    """Forget the filesystems made so far (a process about to serve another lab home)."""
+    _filesystem.cache_clear()
+
+
 def filesystem() -> fsspec.AbstractFileSystem:
     return _filesystem(root(), os.environ.get("LAB_STORAGE_OPTIONS", ""))
 

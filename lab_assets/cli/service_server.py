@@ -1,0 +1,278 @@
+"""The warm service's process (cli/service.py says what it is for and how a command reaches it):
+load everything once (`_load`, `_rehearse`), listen on the key's Unix socket, fork one child per
+command, reap it and send its exit code back; end when idle, stopped, or the code changes.
+
+    python -m lab_assets.cli.service_server KEY    (started by `lab`, detached, in its own session)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import gc
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from lab_assets.cli.service import CHILD, IDLE, MESSAGE, folder, key
+
+def _load() -> None:
+    """Everything a command's first run would load, loaded once here. Threads must not start:
+    the service forks (W&B's service process, which starts threads, is started by each worker)."""
+    from lab_assets.core.threads import SINGLE_THREADED
+
+    os.environ.update(SINGLE_THREADED)  # before NumPy loads: the workers forked later are single-threaded
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401 - the report's figures
+    import numpy as np
+    import wandb  # noqa: F401
+    import wandb.sdk.launch  # noqa: F401
+
+    import lab_assets.cli.main  # noqa: F401
+    import lab_assets.runner.local  # noqa: F401
+    import lab_assets.runner.sweeps  # noqa: F401
+    import lab_assets.runner.webserver  # noqa: F401
+    from lab_assets.dr.metrics import METRICS
+    from lab_assets.dr.metrics.neighbors import Neighborhoods
+    from lab_assets.runner.preload import definitions
+
+    definitions()
+    points = np.random.default_rng(0).normal(size=(12, 3))
+    METRICS["trustworthiness"](Neighborhoods(points, points[:, ::-1][:, :2], k_max=3), k=3)
+    _rehearse()
+    gc.collect()
+    gc.freeze()  # the loaded objects stay out of the children's collections: their pages stay shared
+
+
+# The rehearsal's sweep: one tiny cell, a metric with k, so that the report draws both figures.
+REHEARSAL = """name: rehearsal
+data:
+  swissroll: {n_samples: 40}
+methods:
+  pca: {}
+metrics:
+  trustworthiness: {k: [3, 5]}
+"""
+
+
+def _rehearse() -> None:
+    """`lab sweep run` of a one-cell sweep on a throwaway lab home, W&B off, in this process:
+    what a command's instance, registration, plan, runs, metric table and report load on the
+    way (Dagster's storage and execution modules, the figures' fonts) is loaded here once, not
+    in every command and worker (profiled: ~0.35 s of instance imports in a command, ~0.4 s
+    extra in each worker's first run). Its instance is disposed and its caches cleared: a
+    command builds its own from its own folder and environment."""
+    from lab_assets.cli.main import main
+    from lab_assets.core import storage
+    from lab_assets.runtime.instance import get_instance
+
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="lab-service-") as tmp:
+        for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR", "DAGSTER_HOME", "LAB_HOME"):
+            os.environ.pop(var, None)
+        os.environ.update(LAB_PROJECT_DIR=tmp, WANDB_MODE="disabled")
+        Path(tmp, "rehearsal.yaml").write_text(REHEARSAL)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                main(["sweep", "run", f"{tmp}/rehearsal.yaml", "--workers", "1", "--quiet"])
+        except Exception as e:  # noqa: BLE001 - an optimisation: the command that needs it fails and says why
+            print(f"lab service: the rehearsal failed ({e!r}); commands load what it would have", flush=True)
+        finally:
+            if get_instance.cache_info().currsize:
+                get_instance().dispose()
+            get_instance.cache_clear()
+            storage.filesystem_cache_clear()
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def serve(k: str) -> int:
+    here, env = folder(), dict(os.environ)  # the key is of the environment before loading
+    lock = open(here / f"{k}.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # another service has this key
+    _load()
+    if k != key(env):
+        print("lab service: the code or environment changed while loading; ending", flush=True)
+        return 1
+    (here / f"{k}.pid").write_text(str(os.getpid()))
+    path = here / f"{k}.sock"
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a crashed service's
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(str(path))
+    listener.listen(16)
+    print(f"lab service {k}: pid {os.getpid()}, listening on {path}", flush=True)
+    try:
+        return _loop(k, env, listener, path, float(os.environ.get(IDLE, "1800")))
+    finally:
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            if path.exists():
+                path.unlink()
+
+
+def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle_s: float) -> int:
+    wake_r, wake_w = socket.socketpair()
+    wake_r.setblocking(False)
+    wake_w.setblocking(False)
+    signal.set_wakeup_fd(wake_w.fileno())
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup fd is written
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, "accept")
+    sel.register(wake_r, selectors.EVENT_READ, "wake")
+    children: dict[int, socket.socket] = {}
+    last = time.monotonic()
+    checked = last
+    while True:
+        for selected, _ in sel.select(timeout=5.0):
+            if selected.data == "accept":
+                conn, _ = listener.accept()
+                pid = _fork(conn, listener, sel, wake_r, wake_w, children)
+                if pid is not None:
+                    children[pid] = conn
+                    sel.register(conn, selectors.EVENT_READ, pid)
+            elif selected.data == "wake":
+                with contextlib.suppress(BlockingIOError):
+                    wake_r.recv(4096)
+            else:  # a client went away (killed): its command is interrupted, as by Ctrl-C
+                conn = selected.fileobj
+                if not conn.recv(1, socket.MSG_PEEK):
+                    sel.unregister(conn)
+                    _interrupt(selected.data)
+        _reap(children, sel)
+        now = time.monotonic()
+        if children:
+            last = now
+        if now - checked > 5.0:
+            checked = now
+            if key(env) != k:  # edited code: commands go to a new service; this one finishes its own
+                stopping.append(True)
+        if stopping:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            sel.unregister(listener)
+            if not children:
+                return 0
+        elif now - last > idle_s:
+            return 0
+
+
+def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> None:
+    for pid in list(children):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            continue
+        conn = children.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):
+            conn.send(json.dumps({"exit": code if code >= 0 else 128 - code}).encode())
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(conn)
+        conn.close()
+
+
+def _fork(conn: socket.socket, *inherited) -> int | None:
+    try:
+        message, fds, _, _ = socket.recv_fds(conn, MESSAGE, 3)
+        request = json.loads(message)
+    except (OSError, ValueError):
+        conn.close()
+        return None
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if threads or len(fds) != 3:  # never fork with a thread running: its locks would be copied held
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.send(json.dumps({"refused": f"threads running in the service: {threads}" if threads
+                                  else "no terminal given"}).encode())
+        conn.close()  # the client runs the command itself
+        return None
+    pid = os.fork()
+    if pid == 0:
+        _child(conn, fds, request, inherited)  # never returns
+    for fd in fds:
+        os.close(fd)
+    try:
+        conn.send(json.dumps({"pid": pid}).encode())
+    except OSError:
+        _interrupt(pid)
+    return pid
+
+
+def _interrupt(pid: int) -> None:
+    """SIGINT to a command and its workers (before it has its own process group: to it alone)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
+            os.killpg(pid, signal.SIGINT)
+        except ProcessLookupError:
+            os.kill(pid, signal.SIGINT)
+
+
+def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple) -> None:
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        listener, sel, wake_r, wake_w, children = inherited
+        for s in (listener, wake_r, wake_w, conn, *children.values()):
+            s.close()
+        sel.close()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = io.TextIOWrapper(open(0, "rb", closefd=False), encoding=sys.stdin.encoding)
+        sys.stdout = io.TextIOWrapper(open(1, "wb", buffering=0, closefd=False), encoding=sys.stdout.encoding,
+                                      line_buffering=True, write_through=not os.isatty(1))
+        sys.stderr = io.TextIOWrapper(open(2, "wb", buffering=0, closefd=False), encoding=sys.stderr.encoding,
+                                      line_buffering=True, write_through=True)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ[CHILD] = "1"
+        sys.argv = ["lab", *request["argv"]]
+        from lab_assets.cli.main import main
+
+        code = main(request["argv"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported on the client's terminal, as `lab` would
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            import atexit
+
+            atexit._run_exitfuncs()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else 1)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(serve(sys.argv[1]))
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            raise
+        sys.exit(0)
