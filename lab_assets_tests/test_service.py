@@ -93,6 +93,12 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
     # The runs of the service's commands are the service's children; none is left.
     wait_for(lambda: not _children(running["pid"]), 10, "the service's commands to be reaped")
 
+    # One worker: the cells run in the command's own process, forked from the service (numba's
+    # parallel rank kernels, already run in the service, must survive the fork).
+    (b / "sweeps" / "s.yaml").write_text(TINY_SWEEP.replace("seeds: [0]", "seeds: [0, 1]"))
+    one = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "1", cwd=b)
+    assert one.returncode == 0 and "4 cells materialized, 4 already fresh, 0 failed" in one.stdout, one.stdout + one.stderr
+
     # A no-op is answered by the client without the service; a bad file is refused with exit 2.
     noop = _lab("sweep", "run", "sweeps/s.yaml", cwd=a)
     assert noop.returncode == 0 and "0 datasets and 0 cells materialized, 4 already fresh" in noop.stdout, noop.stdout + noop.stderr
@@ -177,3 +183,21 @@ def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
     os.chmod(tmp_path / f"lab-assets-{os.getuid()}", 0o755)
     with pytest.raises(PermissionError, match="not private"):
         service.folder()
+
+
+def test_a_service_whose_code_changed_ends_and_the_next_command_starts_a_new_one(tmp_path, services):
+    project = _project(tmp_path, "p")
+    assert _lab("service", "start", cwd=project).returncode == 0
+    [old] = service.running()
+    source = Path(service.__file__)
+    stat = source.stat()
+    try:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit, as the key sees it
+        wait_for(lambda: not _alive(old["pid"]), 30, "the service of the old code to end")
+        assert not (services / f"lab-assets-{os.getuid()}" / f"{old['key']}.sock").exists()
+        out = _lab("sweep", "run", "sweeps/s.yaml", cwd=project)
+        assert out.returncode == 0 and "started the warm service" in out.stderr, out.stderr
+        [new] = service.running()
+        assert new["key"] != old["key"]
+    finally:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -31,6 +31,11 @@ def _load() -> None:
     from lab_assets.core.threads import SINGLE_THREADED
 
     os.environ.update(SINGLE_THREADED)  # before NumPy loads: the workers forked later are single-threaded
+    # numba's default (OpenMP) threading layer kills with SIGTERM a forked child that runs a
+    # parallel kernel once the parent has ("fork() called from a process already using GNU
+    # OpenMP"): the rank kernels run here first. Its workqueue layer survives a fork; with one
+    # thread per process the counts are the same.
+    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,12 +122,14 @@ def serve(k: str) -> int:
     listener.listen(16)
     print(f"lab service {k}: pid {os.getpid()}, listening on {path}", flush=True)
     try:
-        return _loop(k, env, listener, path, float(os.environ.get(IDLE, "1800")))
+        code = _loop(k, env, listener, path, float(os.environ.get(IDLE, "1800")))
     finally:
         listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            if path.exists():
-                path.unlink()
+        for name in (f"{k}.sock", f"{k}.pid", f"{k}.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                (here / name).unlink()
+    (here / f"{k}.log").unlink(missing_ok=True)  # kept only if the service failed (it holds the traceback)
+    return code
 
 
 def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle_s: float) -> int:
@@ -164,9 +171,10 @@ def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle
             if key(env) != k:  # edited code: commands go to a new service; this one finishes its own
                 stopping.append(True)
         if stopping:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            sel.unregister(listener)
+            if listener.fileno() in sel.get_map():  # stop taking commands, once
+                sel.unregister(listener)
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
             if not children:
                 return 0
         elif now - last > idle_s:
@@ -208,6 +216,8 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
         _child(conn, fds, request, inherited)  # never returns
     for fd in fds:
         os.close(fd)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # as the child does first thing: a signal relayed at once reaches its group
     try:
         conn.send(json.dumps({"pid": pid}).encode())
     except OSError:
