@@ -57,7 +57,10 @@ def run(cmd: list[str], env: dict, cwd: Path, timeout: float = 1800) -> Measured
             if time.perf_counter() - start > timeout:
                 proc.kill()
                 raise TimeoutError(f"{' '.join(cmd)}: over {timeout:.0f} s")
-            time.sleep(POLL_SECONDS)
+            try:  # returns as soon as it exits: a sleep would round every wall time up to the next sample
+                proc.wait(timeout=POLL_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
         seconds = time.perf_counter() - start
         out.seek(0)
         err.seek(0)

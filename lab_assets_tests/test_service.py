@@ -97,11 +97,24 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
     # parallel rank kernels, already run in the service, must survive the fork).
     (b / "sweeps" / "s.yaml").write_text(TINY_SWEEP.replace("seeds: [0]", "seeds: [0, 1]"))
     one = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "1", cwd=b)
-    assert one.returncode == 0 and "4 cells materialized, 4 already fresh, 0 failed" in one.stdout, one.stdout + one.stderr
+    assert one.returncode == 0, one.stderr
+    assert "4 cells materialized, 4 already fresh, 0 failed" in one.stdout, one.stdout
+
+    # `lab sweep plan`, `lab report` and `lab verify` go through it too, and say what they say without it.
+    for args in (("sweep", "plan", "sweeps/s.yaml"), ("report", "sweeps/s.yaml"), ("verify", "sweeps/s.yaml")):
+        warm, cold = _lab(*args, cwd=a), _lab(*args, cwd=a, LAB_SERVICE="0")
+        assert warm.returncode == cold.returncode == 0, warm.stderr + cold.stderr
+        assert warm.stdout == cold.stdout and warm.stdout, (warm.stdout, cold.stdout)
+    assert [s["pid"] for s in service.running()] == [running["pid"]]
+    log = Path(running["log"]).read_text()
+    for args in ("sweep run sweeps/s.yaml --workers 2", "sweep plan sweeps/s.yaml", "report sweeps/s.yaml",
+                 "verify sweeps/s.yaml"):
+        assert f": lab {args} (in {a})" in log, log  # each ran in the service, in its own folder
 
     # A no-op is answered by the client without the service; a bad file is refused with exit 2.
     noop = _lab("sweep", "run", "sweeps/s.yaml", cwd=a)
-    assert noop.returncode == 0 and "0 datasets and 0 cells materialized, 4 already fresh" in noop.stdout, noop.stdout + noop.stderr
+    assert noop.returncode == 0, noop.stderr
+    assert "0 datasets and 0 cells materialized, 4 already fresh" in noop.stdout, noop.stdout
     (a / "sweeps" / "bad.yaml").write_text("name: [\n")
     bad = _lab("sweep", "run", "sweeps/bad.yaml", cwd=a)
     assert bad.returncode == 2 and "lab: invalid sweep" in bad.stderr and "bad.yaml" in bad.stderr, bad.stderr

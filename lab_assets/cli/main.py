@@ -438,8 +438,8 @@ def cmd_service(args: argparse.Namespace) -> int:
         return 0 if started else FAILED
     found = service.running()
     for s in found:
-        print(f"{s['key']}  pid {s['pid']}  {'this environment' if s['this_environment'] else 'another environment or code'}"
-              f"  log {s['log']}")
+        whose = "this environment" if s["this_environment"] else "another environment or code"
+        print(f"{s['key']}  pid {s['pid']}  {whose}  log {s['log']}")
     if not found:
         print("lab service: none running")
     return 0
@@ -454,7 +454,7 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    plan.set_defaults(fn=cmd_plan, writes=True)
+    plan.set_defaults(fn=cmd_plan, writes=True, warm=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
@@ -472,12 +472,12 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
     report.add_argument("--json", action="store_true")
     report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
-    report.set_defaults(fn=cmd_report, writes=True)
+    report.set_defaults(fn=cmd_report, writes=True, warm=True)
 
     verify = sub.add_parser("verify", help="check every artifact of a sweep against the size and content hash "
                             "recorded when it was written; one line per damaged one, with the command that repairs it")
     verify.add_argument("file")
-    verify.set_defaults(fn=cmd_verify)
+    verify.set_defaults(fn=cmd_verify, warm=True)
 
     logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
     logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")
@@ -504,8 +504,9 @@ def parser() -> argparse.ArgumentParser:
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(fn=cmd_ui, writes=True)
 
-    service = sub.add_parser("service", help="the warm service that runs `lab sweep run` with Dagster and the "
-                             "libraries already loaded (on by default in a terminal; LAB_SERVICE=0/1)")
+    service = sub.add_parser("service", help="the warm service that runs `lab sweep plan|run`, `lab report` and "
+                             "`lab verify` with Dagster and the libraries already loaded (on by default in a "
+                             "terminal; LAB_SERVICE=0/1)")
     service.add_argument("action", choices=["status", "start", "stop"])
     service.set_defaults(fn=cmd_service)
 
@@ -526,6 +527,11 @@ def main(argv: list[str] | None = None) -> int:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
     try:
+        if getattr(args, "warm", False):  # `sweep run` hands over later: after its no-op answer
+            from lab_assets.cli import service
+
+            if service.enabled() and (code := service.forward(args.argv)) is not None:
+                return code
         if getattr(args, "writes", False):
             from lab_assets.core.settings import check_writable
 

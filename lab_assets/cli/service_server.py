@@ -218,6 +218,7 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
         os.close(fd)
     with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # as the child does first thing: a signal relayed at once reaches its group
+    print(f"{time.strftime('%H:%M:%S')} pid {pid}: lab {' '.join(request['argv'])} (in {request['cwd']})", flush=True)
     try:
         conn.send(json.dumps({"pid": pid}).encode())
     except OSError:
