@@ -110,7 +110,8 @@ def serve(k: str) -> int:
     except BlockingIOError:
         return 0  # another service has this key
     _load()
-    if k != key(env):
+    code = Code(k, env)
+    if code.changed():
         print("lab service: the code or environment changed while loading; ending", flush=True)
         return 1
     (here / f"{k}.pid").write_text(str(os.getpid()))
@@ -122,17 +123,35 @@ def serve(k: str) -> int:
     listener.listen(16)
     print(f"lab service {k}: pid {os.getpid()}, listening on {path}", flush=True)
     try:
-        code = _loop(k, env, listener, path, float(os.environ.get(IDLE, "1800")))
+        exit_code = _loop(code, listener, path, float(os.environ.get(IDLE, "1800")))
     finally:
         listener.close()
         for name in (f"{k}.sock", f"{k}.pid", f"{k}.lock"):
             with contextlib.suppress(FileNotFoundError):
                 (here / name).unlink()
     (here / f"{k}.log").unlink(missing_ok=True)  # kept only if the service failed (it holds the traceback)
-    return code
+    return exit_code
 
 
-def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle_s: float) -> int:
+class Code:
+    """What the service loaded: the key's code and environment, and the files of registry
+    entries' `sources=` outside the package (a user's estimator module: part of a code version,
+    not of the key, which the client computes without loading the registry)."""
+
+    def __init__(self, k: str, env: dict[str, str]):
+        from lab_assets.core.fingerprint import files
+        from lab_assets.runner.noop_cache import sources_outside_the_package
+
+        self.k, self.env, self.outside = k, env, sorted(sources_outside_the_package())
+        self.seen = files(self.outside)
+
+    def changed(self) -> bool:
+        from lab_assets.core.fingerprint import files
+
+        return key(self.env) != self.k or files(self.outside) != self.seen
+
+
+def _loop(code: Code, listener: socket.socket, path: Path, idle_s: float) -> int:
     wake_r, wake_w = socket.socketpair()
     wake_r.setblocking(False)
     wake_w.setblocking(False)
@@ -150,6 +169,10 @@ def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle
         for selected, _ in sel.select(timeout=5.0):
             if selected.data == "accept":
                 conn, _ = listener.accept()
+                if code.changed():  # edited since the last look: never run old code
+                    stopping.append(True)
+                    _refuse(conn, "its code changed since it started")
+                    continue
                 pid = _fork(conn, listener, sel, wake_r, wake_w, children)
                 if pid is not None:
                     children[pid] = conn
@@ -168,7 +191,7 @@ def _loop(k: str, env: dict[str, str], listener: socket.socket, path: Path, idle
             last = now
         if now - checked > 5.0:
             checked = now
-            if key(env) != k:  # edited code: commands go to a new service; this one finishes its own
+            if code.changed():  # edited code: commands go to a new service; this one finishes its own
                 stopping.append(True)
         if stopping:
             if listener.fileno() in sel.get_map():  # stop taking commands, once
@@ -206,10 +229,7 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
     if threads or len(fds) != 3:  # never fork with a thread running: its locks would be copied held
         for fd in fds:
             os.close(fd)
-        with contextlib.suppress(OSError):
-            conn.send(json.dumps({"refused": f"threads running in the service: {threads}" if threads
-                                  else "no terminal given"}).encode())
-        conn.close()  # the client runs the command itself
+        _refuse(conn, f"threads running in the service: {threads}" if threads else "no terminal given")
         return None
     pid = os.fork()
     if pid == 0:
@@ -224,6 +244,13 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
     except OSError:
         _interrupt(pid)
     return pid
+
+
+def _refuse(conn: socket.socket, why: str) -> None:
+    """The client runs the command itself, and says why."""
+    with contextlib.suppress(OSError):
+        conn.send(json.dumps({"refused": why}).encode())
+    conn.close()
 
 
 def _interrupt(pid: int) -> None:

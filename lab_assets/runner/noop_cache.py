@@ -98,7 +98,7 @@ class NoopCache:
         was read from."""
         if self._marked is None or _reads_input_files(sweep):
             return
-        paths = sorted({*map(str, paths), *_sources_outside_the_package()})
+        paths = sorted({*map(str, paths), *sources_outside_the_package()})
         entry = {"format": FORMAT, "state": self._marked, "paths": paths,
                  "files": list(map(list, fingerprint.files(paths))), "answer": answer}
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,7 @@ def _reads_input_files(sweep: Sweep) -> bool:
     return any(datasets[d.dataset].fingerprint for d in sweep.data) or any(methods[m.method].fingerprint for m in sweep.methods)
 
 
-def _sources_outside_the_package() -> set[str]:
+def sources_outside_the_package() -> set[str]:
     """Modules that registry entries name in `sources=` (part of their code versions) and that
     live outside the package (a user's estimator module): checked like the answer's files."""
     from lab_assets.core.registry import source_file
