@@ -4,7 +4,8 @@ matplotlib loaded once per machine, not once per command (issue #15's edit-rerun
 Without it, every `lab sweep run` that has work to do pays ~2 s to import and plan, and each of
 its workers ~3 s of CPU to warm up: on two cores the first cell of an edited sweep starts ~4 s in
 (BENCHMARKS.md, "Fixed costs"). The service is one process that has paid this; a command that
-has work to do hands its arguments, folder, environment and terminal (file descriptors 0-2, over a
+has work to do (`lab sweep run` past its no-op answer; `lab sweep plan`, `lab report`, `lab
+verify`) hands its arguments, folder, environment and terminal (file descriptors 0-2, over a
 Unix socket) to it; the service forks a child that runs the command exactly as `lab` would, in its
 own process group, and the child's worker pool forks from it too (runner/pool.py), warm. The
 client forwards Ctrl-C and other signals to that group and exits with the child's exit code.
@@ -13,7 +14,8 @@ What a forked command could inherit wrongly is excluded by construction:
 - A service serves one environment and one code: its key is a digest of the environment (less
   the variables a shell changes between commands: `VOLATILE`), the interpreter, the package's
   source files and the installed distributions. A command with another key gets another service;
-  a service whose code changed stops taking commands and ends.
+  a service whose code changed (checked before every command, with the files of registry
+  entries' `sources=` outside the package) refuses it, stops taking commands and ends.
 - It loads modules only: no instance, no settings, no thread (checked before every fork), so a
   child derives its lab home, instance and storage from its own folder and environment.
 
@@ -57,7 +59,7 @@ def enabled() -> bool:
     choice = os.environ.get(SWITCH, "")
     if os.environ.get(CHILD) or choice == "0":
         return False
-    return choice == "1" or (sys.stdin.isatty() and sys.stderr.isatty())
+    return choice == "1" or all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
 
 
 def inside() -> bool:
