@@ -189,6 +189,19 @@ def test_off_unless_asked_or_in_a_terminal(monkeypatch):
     monkeypatch.delenv("LAB_SERVICE")
     assert not service.enabled()  # pytest's stdin/stderr are not both terminals
 
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert service.enabled()  # a researcher's shell
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not service.enabled()  # no fork without exec on macOS unless asked
+    monkeypatch.setenv("LAB_SERVICE", "1")
+    assert service.enabled()
+
 
 def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))

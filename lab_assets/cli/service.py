@@ -19,8 +19,8 @@ What a forked command could inherit wrongly is excluded by construction:
 - It loads modules only: no instance, no settings, no thread (checked before every fork), so a
   child derives its lab home, instance and storage from its own folder and environment.
 
-On by default when stdin and stderr are terminals (a researcher's loop), off otherwise (scripts,
-CI, tests); `LAB_SERVICE=1` or `0` decides explicitly. A service ends after `LAB_SERVICE_IDLE`
+On by default on Linux when stdin and stderr are terminals (a researcher's loop), off otherwise
+(scripts, CI, tests, macOS); `LAB_SERVICE=1` or `0` decides explicitly. A service ends after `LAB_SERVICE_IDLE`
 seconds (default 1800) without a command; `lab service stop` ends them now. Files: one folder per
 user, mode 0700, under $XDG_RUNTIME_DIR or the temp folder.
 
@@ -56,10 +56,13 @@ MESSAGE = 1 << 20  # bytes: a request (argv, folder, environment) fits in one me
 
 
 def enabled() -> bool:
+    """LAB_SERVICE=1, or unset on Linux in a terminal. Not by default elsewhere: macOS's system
+    libraries are not safe in a child forked without exec (why Python's multiprocessing spawns there)."""
     choice = os.environ.get(SWITCH, "")
     if os.environ.get(CHILD) or choice == "0":
         return False
-    return choice == "1" or all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
+    terminal = all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
+    return choice == "1" or (terminal and sys.platform.startswith("linux"))
 
 
 def inside() -> bool:
