@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -54,6 +55,28 @@ def test_two_runs_of_one_sweep_compute_each_cell_once(lab):
     for asset in ("raw_dataset", "dataset", "embedding", "metrics"):
         counts = _materializations(asset)
         assert len(counts) == 4 and set(counts.values()) == {1}, (asset, counts)
+
+
+def test_processes_opening_a_fresh_instance_at_once_leave_it_usable(lab):
+    """Dagster creates a new SQLite database and stamps its schema version as two steps; four
+    processes opening the fresh instance in the same instant (as a command's workers do) must
+    not stamp it twice, which fails them and every later start ("more than one head")."""
+    start = time.time() + 4  # after all four have imported Dagster
+    code = (
+        "import sys, time; from lab_assets.runtime.instance import get_instance; import dagster;"
+        "time.sleep(max(0, float(sys.argv[1]) - time.time())); get_instance()"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(start)], cwd=lab, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    for db in (lab / ".lab" / "dagster").rglob("*.db"):
+        with sqlite3.connect(db) as conn:
+            # At most one version each (the event log's table stays empty: it is never stamped).
+            if conn.execute("SELECT name FROM sqlite_master WHERE name = 'alembic_version'").fetchall():
+                assert conn.execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] <= 1, db
+    run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
+    assert run.returncode == 0, run.stderr
 
 
 def test_a_dead_commands_run_does_not_block_a_cell(lab):

@@ -416,8 +416,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from lab_assets.runtime.instance import get_instance
 
     # The instance's tables, created here once: on a fresh lab home the webserver and the daemon
-    # would both create the SQLite schedule storage at start, and two alembic stamps leave it
-    # with two heads ("Version table 'alembic_version' has more than one head").
+    # would both create the SQLite schedule storage at start, with Dagster's own code that does
+    # not take get_instance's lock, and two alembic stamps leave it with two heads.
     get_instance()
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]

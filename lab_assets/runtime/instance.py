@@ -7,8 +7,10 @@ beside the asset files they describe, in one folder that can be deleted to start
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -85,9 +87,22 @@ def prepare_dagster_home() -> Path:
     return home
 
 
+@contextmanager
+def _one_process_at_a_time(lock: Path):
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when f closes, or when the process dies
+        yield
+
+
 @cache
 def get_instance():
     import dagster as dg
 
-    prepare_dagster_home()
-    return dg.DagsterInstance.get()
+    home = prepare_dagster_home()
+    # Dagster creates a new SQLite database's tables and stamps its schema version as separate
+    # steps. Processes opening a fresh instance at once (two `lab sweep run`s started together,
+    # or one command's workers) each stamp it, and from then on every start fails with
+    # "alembic_version has more than one head". Opening an existing instance takes ~30 ms, so
+    # one process at a time costs little.
+    with _one_process_at_a_time(home / ".instance.lock"):
+        return dg.DagsterInstance.get()
