@@ -89,7 +89,12 @@ def prepare_dagster_home() -> Path:
 
 @contextmanager
 def _one_process_at_a_time(lock: Path):
-    with open(lock, "a") as f:
+    try:
+        f = open(lock, "a")
+    except OSError:  # a read-only DAGSTER_HOME (a pod's mount) holds no SQLite database to race on
+        yield
+        return
+    with f:
         fcntl.flock(f, fcntl.LOCK_EX)  # released when f closes, or when the process dies
         yield
 
