@@ -153,6 +153,42 @@ def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, se
     assert again.returncode == 0, again.stderr
 
 
+def _group(pgid: int) -> dict[int, str]:
+    """{pid: state} of the live processes in process group `pgid`."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,pgid=,stat="], capture_output=True, text=True).stdout
+    rows = (line.split() for line in out.splitlines())
+    return {int(pid): stat for pid, group, stat in rows if int(group) == pgid and not stat.startswith("Z")}
+
+
+def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, services):
+    project = _project(tmp_path, "p", SLOW)
+    assert _lab("service", "start", cwd=project).returncode == 0
+    [running] = service.running()
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
+                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
+        command = int(_children(running["pid"])[0].split()[0])  # the leader of its own process group
+        wait_for(lambda: len(_group(command)) >= 3, 120, "the command's two workers")
+        os.killpg(proc.pid, signal.SIGTSTP)  # a terminal's Ctrl-Z reaches the client's group only
+
+        def stopped() -> bool:
+            states = [*_group(command).values(), *_group(proc.pid).values()]
+            return len(states) >= 4 and all(st.startswith("T") for st in states)
+
+        wait_for(stopped, 30, "the command, its workers and the client to stop")
+        time.sleep(1)
+        assert stopped() and proc.poll() is None
+        os.killpg(proc.pid, signal.SIGCONT)  # the shell's `fg`
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert len(pd.read_parquet(project / ".lab" / "reports" / "slow" / "metrics.parquet")) == 4
+
+
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
     project = _project(tmp_path, "p", SLOW)
     assert _lab("service", "start", cwd=project).returncode == 0

@@ -8,7 +8,7 @@ has work to do (`lab sweep run` past its no-op answer; `lab sweep plan`, `lab re
 verify`) hands its arguments, folder, environment and terminal (file descriptors 0-2, over a
 Unix socket) to it; the service forks a child that runs the command exactly as `lab` would, in its
 own process group, and the child's worker pool forks from it too (runner/pool.py), warm. The
-client forwards Ctrl-C and other signals to that group and exits with the child's exit code.
+client forwards Ctrl-C, Ctrl-Z and other signals to that group and exits with the child's exit code.
 
 What a forked command could inherit wrongly is excluded by construction:
 - A service serves one environment and one code: its key is a digest of the environment (less
@@ -163,7 +163,18 @@ def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
         else:
             pending.append(signum)
 
-    saved = {s: signal.signal(s, relay) for s in FORWARDED}
+    def suspend(signum, frame) -> None:
+        # Ctrl-Z reaches the client's group only: stop the command's group too, then the client as
+        # the terminal would have; the shell's `fg` or `bg` continues the client here.
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child[0], signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child[0], signal.SIGCONT)
+
+    saved = {s: signal.signal(s, relay) for s in FORWARDED} | {signal.SIGTSTP: signal.signal(signal.SIGTSTP, suspend)}
     try:
         socket.send_fds(sock, [request], [0, 1, 2])
         reply = json.loads(sock.recv(MESSAGE) or b"{}")
