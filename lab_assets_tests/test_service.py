@@ -189,6 +189,22 @@ def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, se
     assert len(pd.read_parquet(project / ".lab" / "reports" / "slow" / "metrics.parquet")) == 4
 
 
+def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp_path, services):
+    project = _project(tmp_path, "p", SLOW)
+    assert _lab("service", "start", cwd=project).returncode == 0
+    [running] = service.running()
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
+                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
+    os.kill(running["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert len(pd.read_parquet(project / ".lab" / "reports" / "slow" / "metrics.parquet")) == 4
+    again = _lab("sweep", "run", "sweeps/s.yaml", "--json", cwd=project)  # a new service, or none: either answers
+    assert again.returncode == 0, again.stderr
+
+
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
     project = _project(tmp_path, "p", SLOW)
     assert _lab("service", "start", cwd=project).returncode == 0

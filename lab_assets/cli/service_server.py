@@ -233,7 +233,10 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
         return None
     pid = os.fork()
     if pid == 0:
-        _child(conn, fds, request, inherited)  # never returns
+        try:
+            _child(conn, fds, request, inherited)  # never returns
+        finally:
+            os._exit(1)  # nor does a signal that escaped it carry the child into the service's loop
     for fd in fds:
         os.close(fd)
     with contextlib.suppress(OSError):
@@ -271,7 +274,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple)
             signal.signal(s, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         listener, sel, wake_r, wake_w, children = inherited
-        for s in (listener, wake_r, wake_w, conn, *children.values()):
+        for s in (listener, wake_r, wake_w, *children.values()):
             s.close()
         sel.close()
         for target, fd in enumerate(fds):
@@ -304,7 +307,15 @@ def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        os._exit(code if isinstance(code, int) else 1)
+        code = code if isinstance(code, int) else 1
+        # Done: the client hangs up once it has the exit code, and the service then interrupts
+        # this process, whose SIGINT must not land now.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            # The exit code from here, not only from the service once it reaps this process: a
+            # service killed meanwhile must not turn a finished command into a failure.
+            conn.send(json.dumps({"exit": code}).encode())
+        os._exit(code)
 
 
 if __name__ == "__main__":
