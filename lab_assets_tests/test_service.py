@@ -125,13 +125,19 @@ def _children(pid: int) -> list[str]:
     return [line for line in out.splitlines() if line.strip() and not line.split()[1].startswith("Z")]
 
 
-def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, services):
+def _slow_sweep_under_way(tmp_path: Path, *args: str, **popen) -> tuple[Path, dict, subprocess.Popen]:
+    """A project with the SLOW sweep, a started service, and `lab sweep run` of it started as its client."""
     project = _project(tmp_path, "p", SLOW)
     assert _lab("service", "start", cwd=project).returncode == 0
     [running] = service.running()
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
-                             "--workers", "2"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml", "--workers",
+                             "2", *args], cwd=project, env=os.environ.copy(), **popen)
+    return project, running, proc
+
+
+def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, services):
+    project, running, proc = _slow_sweep_under_way(tmp_path, start_new_session=True)
     try:
         embeddings = project / ".lab"
         wait_for(lambda: any(embeddings.rglob("embedding/**/*.parquet")) or proc.poll() is not None, 300,
@@ -161,12 +167,7 @@ def _group(pgid: int) -> dict[int, str]:
 
 
 def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, services):
-    project = _project(tmp_path, "p", SLOW)
-    assert _lab("service", "start", cwd=project).returncode == 0
-    [running] = service.running()
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
-                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", start_new_session=True)
     try:
         wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
         command = int(_children(running["pid"])[0].split()[0])  # the leader of its own process group
@@ -190,12 +191,7 @@ def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, se
 
 
 def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp_path, services):
-    project = _project(tmp_path, "p", SLOW)
-    assert _lab("service", "start", cwd=project).returncode == 0
-    [running] = service.running()
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
-                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet")
     wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
     os.kill(running["pid"], signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
@@ -206,12 +202,8 @@ def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp
 
 
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
-    project = _project(tmp_path, "p", SLOW)
-    assert _lab("service", "start", cwd=project).returncode == 0
-    [running] = service.running()
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml",
-                             "--workers", "2", "--quiet"], cwd=project, env=os.environ.copy(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL)
     wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
     time.sleep(2)
     proc.kill()
