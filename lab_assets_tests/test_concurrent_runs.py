@@ -157,7 +157,9 @@ def test_a_ui_backfill_in_flight_and_a_sweep_run_compute_each_cell_once(lab):
 
     home = lab / ".lab" / "dagster"
     (home / "dagster.yaml").write_text(instance_yaml((REPO / "dagster.yaml").read_text(), home))  # what users run
-    (lab / "sweeps" / "slow.yaml").write_text(SLOW)
+    # Cells of several seconds each: with warm workers, 400-point cells could all finish before
+    # the command, started once the backfill's first run has, gets to plan (seen in CI).
+    (lab / "sweeps" / "slow.yaml").write_text(SLOW.replace("n_samples: 400", "n_samples: 1500"))
     sweep = load_sweep(lab / "sweeps" / "slow.yaml")
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     instance = get_instance()
