@@ -13,7 +13,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from lab_assets.runtime import backfills, compute_logs, daemon, data_versions, launcher, run_assets, run_queue, sqlite_storage
+from lab_assets.runtime import (
+    backfills,
+    compute_logs,
+    daemon,
+    data_versions,
+    latest_events,
+    launcher,
+    run_assets,
+    run_queue,
+    sqlite_storage,
+)
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader
 
 
@@ -98,6 +108,20 @@ def test_latest_observation_of_every_partition_in_bulk():
           "the latest observation's data version per partition, materializations ignored")
     guard({p: data_versions.last_data_version(instance, "guard_source", p) for p in "ab"} == {"a": "v2", "b": "w1"},
           symbol, "the same answers as one query per partition")
+
+
+def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_queries(monkeypatch):
+    """What `defs/integrity.latest` checks a sweep's files against, at any size: Dagster answers at
+    most 10,000 records a query, so a 10,000-cell plan that asked for all at once failed."""
+    symbol = "EventLogStorage.get_latest_storage_id_by_partition + DagsterEventType (dagster._core.events)"
+    monkeypatch.setattr(latest_events, "_IDS_PER_QUERY", 2)  # three partitions: two queries
+    instance = dg.DagsterInstance.ephemeral()
+    for partition, value in [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("b", 2)]:
+        instance.report_runless_asset_event(dg.AssetMaterialization("guard_source", partition=partition, metadata={"v": value}))
+    data_versions.observe(instance, "guard_source", "v9", "c")  # not a materialization
+    latest = latest_events.latest_materializations(instance, "guard_source")
+    guard({p: r.asset_materialization.metadata["v"].value for p, r in latest.items()} == {"a": 2, "b": 2, "c": 1}, symbol,
+          "the latest materialization per partition, observations ignored, read in chunks")
 
 
 # --- runtime/backfills.py --------------------------------------------------------------------

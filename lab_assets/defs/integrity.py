@@ -20,6 +20,7 @@ from lab_assets.core.integrity import Fingerprint
 from lab_assets.dr import keystore
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
+from lab_assets.runtime.latest_events import latest_materializations
 
 ENTRY = "integrity"
 # The assets whose files a data key's and a cell's status answer for.
@@ -58,21 +59,17 @@ def _recorded(m: dg.AssetMaterialization) -> dict[str, Fingerprint | None]:
 
 def latest(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None]) -> dict[str | None, dg.AssetMaterialization]:
     """The latest materialization of each partition (None: the unpartitioned asset), in a few
-    queries for all of them, newest first, paged until each partition has been seen."""
+    queries for all of them, whatever their number (Dagster answers at most 10,000 records a query)."""
     wanted = set(partitions)
-    named = sorted(p for p in wanted if p is not None)
-    records_filter = dg.AssetRecordsFilter(dg.AssetKey(asset), asset_partitions=named or None)
     found: dict[str | None, dg.AssetMaterialization] = {}
-    cursor = None
-    while len(found) < len(wanted):
-        page = instance.fetch_materializations(records_filter, limit=max(100, 2 * len(wanted)), cursor=cursor)
-        for record in page.records:
-            m = record.asset_materialization
-            if m is not None and m.partition in wanted:
-                found.setdefault(m.partition, m)
-        if not page.has_more:
-            break
-        cursor = page.cursor
+    if wanted - {None}:
+        for partition, record in latest_materializations(instance, asset).items():
+            if partition in wanted and record.asset_materialization is not None:
+                found[partition] = record.asset_materialization
+    if None in wanted:
+        records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+        if records and records[0].asset_materialization is not None:
+            found[None] = records[0].asset_materialization
     return found
 
 
