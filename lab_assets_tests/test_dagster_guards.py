@@ -122,6 +122,9 @@ def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_querie
     latest = latest_events.latest_materializations(instance, "guard_source")
     guard({p: r.asset_materialization.metadata["v"].value for p, r in latest.items()} == {"a": 2, "b": 2, "c": 1}, symbol,
           "the latest materialization per partition, observations ignored, read in chunks")
+    some = latest_events.latest_materializations(instance, "guard_source", ["b", "z"])
+    guard({p: r.asset_materialization.metadata["v"].value for p, r in some.items()} == {"b": 2}, symbol,
+          "only the wanted partitions' records, an unmaterialized one absent")
 
 
 # --- runtime/backfills.py --------------------------------------------------------------------

@@ -63,8 +63,8 @@ def latest(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | 
     wanted = set(partitions)
     found: dict[str | None, dg.AssetMaterialization] = {}
     if wanted - {None}:
-        for partition, record in latest_materializations(instance, asset).items():
-            if partition in wanted and record.asset_materialization is not None:
+        for partition, record in latest_materializations(instance, asset, wanted - {None}).items():
+            if record.asset_materialization is not None:
                 found[partition] = record.asset_materialization
     if None in wanted:
         records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
