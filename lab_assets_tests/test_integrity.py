@@ -168,3 +168,23 @@ def test_a_damaged_table_read_by_a_command_is_one_line_naming_it(lab):
     assert out.returncode == 1
     assert out.stderr == f"lab: {path} is damaged: not a readable Parquet file (100 bytes); `lab verify <sweep file>` " \
                          "names every damaged file and the command that recomputes it\n"
+
+
+def test_the_metric_table_names_a_damaged_cell_file_and_its_repair(finished):
+    """The metric table reads every cell's metrics file at once (storage.read_parquets): a
+    damaged one fails the table with the file and the command that recomputes it, not pyarrow's
+    message, and the table's previous file stays as it was."""
+    lab = finished
+    metrics = _cell_file("metrics", "swissroll", "pca")
+    table = Path(storage.asset_path("metric_table"))
+    before = table.read_bytes()
+    with open(metrics, "r+b") as f:
+        f.truncate(100)
+
+    out = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)
+    assert out.returncode == 1
+    _no_traceback(out.stderr)
+    [failed] = [l for l in out.stderr.splitlines() if l.startswith("FAILED metric_table")]
+    assert f"{metrics} is damaged: not a readable Parquet file (100 bytes); " \
+           "to recompute it: lab sweep run sweeps/tiny.yaml" in failed
+    assert table.read_bytes() == before

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pandas as pd
+import pytest
 
 from lab_assets.core import storage
 
@@ -20,9 +21,29 @@ def test_parquet_round_trip_with_provenance(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["t.parquet"]  # no temporary left behind
 
 
-def test_reading_a_missing_asset_names_it(tmp_path):
-    import pytest
+def test_many_tables_read_as_one_match_pandas_concat(tmp_path, monkeypatch):
+    """`read_parquets` (the metric table's read of every cell) against pandas reading each file
+    and concatenating: same rows, columns unioned, dtypes promoted, in path order."""
+    monkeypatch.setenv("LAB_STORAGE_URL", str(tmp_path))
+    frames = {
+        "a.parquet": pd.DataFrame({"cell": ["a", "b"], "seed": [0, 1], "t@k=5": [0.5, 0.25]}),
+        "b.parquet": pd.DataFrame({"cell": ["c"], "seed": [2], "t@k=5": [1], "c@k=5": [0.125]}),  # int metric, extra column
+        "c.parquet": pd.DataFrame({"cell": ["d"], "seed": [3]}),
+    }
+    for name, df in frames.items():
+        storage.write_parquet(storage.url(name), df, {"cells": 1})
+    paths = storage.glob(storage.url("*.parquet"))
+    expected = pd.concat([storage.read_parquet(p) for p in paths], ignore_index=True)
+    pd.testing.assert_frame_equal(storage.read_parquets(paths), expected)
+    assert expected["t@k=5"].tolist()[:3] == [0.5, 0.25, 1.0] and expected["c@k=5"].isna().sum() == 3
 
+    storage.write_bytes(paths[1], b"PAR1" + b"\0" * 96)
+    with pytest.raises(storage.DamagedFileError, match=rf"^{paths[1]} is damaged: not a readable Parquet file") as e:
+        storage.read_parquets(paths)
+    assert e.value.path == paths[1]
+
+
+def test_reading_a_missing_asset_names_it(tmp_path):
     with pytest.raises(storage.MissingAssetError, match="materialize its partition first"):
         storage.read_parquet(tmp_path / "nope.parquet")
 

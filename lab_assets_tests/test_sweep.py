@@ -66,6 +66,15 @@ def test_grid_expansion():
     ]
 
 
+def test_contains_is_cell_membership():
+    """`Sweep.contains` (what a cell's run asks of every registered sweep) answers exactly as
+    looking the pair up in `cells`, including pairs whose keys each occur in some cell."""
+    sweep, other = parse(GRID), parse(GRID.replace("noise: [0.0, 0.1, 0.2]", "noise: [0.3]"))
+    candidates = {(d, m) for d, _ in sweep.cells + other.cells for _, m in sweep.cells + other.cells}
+    candidates |= {(m, d) for d, m in sweep.cells[:5]} | {("nope", sweep.cells[0][1])}
+    assert {c for c in candidates if sweep.contains(*c)} == set(sweep.cells)
+
+
 def test_key_format_and_recipe():
     sweep = parse(GRID)
     for d in sweep.data:

@@ -145,4 +145,17 @@ def read_parquet(path: str) -> pd.DataFrame:
     try:
         return storage.read_parquet(path)
     except storage.UnreadableFileError as e:
-        raise type(e)(e.problem, f"to recompute it: {repair_command(_sources_of(path))}") from None
+        raise _with_repair(e, path) from None
+
+
+def read_parquets(paths: list[str]) -> pd.DataFrame:
+    """Upstream tables as one (`storage.read_parquets`), or `read_parquet`'s error for the first
+    file that cannot be read."""
+    try:
+        return storage.read_parquets(paths)
+    except storage.UnreadableFileError as e:
+        raise _with_repair(e, e.path or "") from None
+
+
+def _with_repair(e: storage.UnreadableFileError, path: str) -> storage.UnreadableFileError:
+    return type(e)(e.problem, f"to recompute it: {repair_command(_sources_of(path))}", path)

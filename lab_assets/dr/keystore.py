@@ -40,7 +40,7 @@ def sweeps() -> list[Sweep]:
 
 
 def sweeps_containing(data_key: str, method_key: str) -> list[Sweep]:
-    return [s for s in sweeps() if (data_key, method_key) in s.cells]
+    return [s for s in sweeps() if s.contains(data_key, method_key)]
 
 
 def metric_suite(cell_sweeps: list[Sweep]) -> list[MetricConfig]:

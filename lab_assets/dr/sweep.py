@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -96,8 +97,23 @@ class Sweep:
     cells: list[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
-        cells = [(d.key, m.key) for d in self.data for m in self.methods]
-        object.__setattr__(self, "cells", cells)
+        # Each key once (a key is a digest of its parameters), not once per cell: a 10,000-cell
+        # sweep is built on every registry read, in every cell's run.
+        data, methods = [d.key for d in self.data], [m.key for m in self.methods]
+        object.__setattr__(self, "cells", [(d, m) for d in data for m in methods])
+
+    def contains(self, data_key: str, method_key: str) -> bool:
+        """Whether (data_key, method_key) is one of the cells: the grid is every data key with
+        every method key, so two set lookups, not a scan of the cells."""
+        return data_key in self._data_keys and method_key in self._method_keys
+
+    @cached_property
+    def _data_keys(self) -> frozenset[str]:
+        return frozenset(d for d, _ in self.cells)
+
+    @cached_property
+    def _method_keys(self) -> frozenset[str]:
+        return frozenset(m for _, m in self.cells)
 
     @property
     def labels(self) -> dict[str, str]:

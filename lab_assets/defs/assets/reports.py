@@ -34,7 +34,7 @@ def read_metric_rows() -> pd.DataFrame:
     files = storage.glob(storage.url("assets", "metrics", "*", "*.parquet"))
     if not files:
         return pd.DataFrame(columns=ID_COLUMNS)
-    table = pd.concat([integrity.read_parquet(f) for f in files], ignore_index=True)
+    table = integrity.read_parquets(files)
     metric_cols = sorted(c for c in table.columns if c not in ID_COLUMNS)
     return table[ID_COLUMNS + metric_cols]
 
