@@ -41,12 +41,15 @@ def tag(name: str) -> str:
     return TAG_PREFIX + name
 
 
+_CONTROL = re.compile(r"[\x00-\x1f]")  # one C-level scan: a plan checks 20,000 parts at 10,000 cells
+
+
 def _check_part(part: str, what: str) -> str:
     # Dagster refuses control characters (and "...") in partition keys; the separator would make
     # the key ambiguous. Refusing here names the part instead of failing deep in Dagster.
     if not isinstance(part, str) or not part:
         raise BadKeyError(f"{what}: expected a non-empty string, got {part!r}")
-    if SEPARATOR in part or "..." in part or any(ord(c) < 32 for c in part):
+    if SEPARATOR in part or "..." in part or _CONTROL.search(part):
         raise BadKeyError(f"{what} {part!r}: a key part may not contain {SEPARATOR!r}, '...' or control characters")
     return part
 

@@ -124,7 +124,10 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
             status = _intact(status, damage, *((a, str(key)) for a in integrity.CELL_ASSETS))
         cells.append(CellPlan(d, m, status.status, status.reason))
 
-    datasets = {d.key: _worst(*(s for (dk, _), s in data_status.items() if dk == d.key)) for d in sweep.data}
+    by_data: dict[str, list[Status]] = {}
+    for (dk, _), s in data_status.items():
+        by_data.setdefault(dk, []).append(s)
+    datasets = {d.key: _worst(*by_data[d.key]) for d in sweep.data}
     if sweep.name not in set(instance.get_dynamic_partitions("sweep")):
         report = Status(MISSING, "new sweep")
     elif any(c.status != FRESH for c in cells):

@@ -50,12 +50,14 @@ class DataConfig:
     params: dict[str, Any]
     seed: int
 
-    @property
+    # Keys are cached: each is a digest of the parameters, and plans and reports ask for them
+    # per cell (the configs are frozen, so a key cannot go out of date).
+    @cached_property
     def config_key(self) -> str:
         """The key without its seed: one dataset configuration, all seeds."""
         return _key(DATASETS, self.dataset, self.params)
 
-    @property
+    @cached_property
     def key(self) -> str:
         return keys.data_key(self.config_key, self.seed)
 
@@ -68,7 +70,7 @@ class MethodConfig:
     # computes, so they are not part of the key.
     resources: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def key(self) -> str:
         return _key(METHODS, self.method, self.params)
 
@@ -97,8 +99,6 @@ class Sweep:
     cells: list[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
-        # Each key once (a key is a digest of its parameters), not once per cell: a 10,000-cell
-        # sweep is built on every registry read, in every cell's run.
         data, methods = [d.key for d in self.data], [m.key for m in self.methods]
         object.__setattr__(self, "cells", [(d, m) for d in data for m in methods])
 
