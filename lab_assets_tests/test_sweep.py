@@ -10,6 +10,7 @@ import pytest
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
+from lab_assets.dr import sweep as sweep_module
 from lab_assets.dr.sweep import Sweep, SweepError, load_sweep, parse_sweep
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
@@ -73,6 +74,21 @@ def test_contains_is_cell_membership():
     candidates = {(d, m) for d, _ in sweep.cells + other.cells for _, m in sweep.cells + other.cells}
     candidates |= {(m, d) for d, m in sweep.cells[:5]} | {("nope", sweep.cells[0][1])}
     assert {c for c in candidates if sweep.contains(*c)} == set(sweep.cells)
+
+
+def test_each_key_is_computed_once_per_config_not_per_cell(monkeypatch):
+    """A key is a digest; a 10,000-cell sweep is rebuilt from its record in every cell's run and
+    every plan, so its keys must cost one digest per config, however often cells ask."""
+    sweep = parse(GRID)
+    calls = []
+    real = sweep_module._key
+    monkeypatch.setattr(sweep_module, "_key", lambda *a: calls.append(a) or real(*a))
+    again = Sweep.from_json(json.loads(json.dumps(sweep.to_json())))
+    for d, m in again.cells:
+        assert again.contains(d, m)
+    assert [d.key for d in again.data] == [d.key for d in sweep.data]
+    # data: one config key per data config (its key adds the seed); methods: one key each
+    assert len(calls) == len(again.data) + len(again.methods)
 
 
 def test_key_format_and_recipe():
