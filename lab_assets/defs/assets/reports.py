@@ -93,12 +93,13 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     stats = summary.summarize(sweep, table)
     comparisons = summary.compare(sweep, table, stats)
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
-    first_seed = {d.key for d in sweep.data if d.seed == min(x.seed for x in sweep.data)}
-    panels = {}
+    lowest = min(d.seed for d in sweep.data)
+    first_seed = {d.key for d in sweep.data if d.seed == lowest}
+    labels, panels = sweep.labels, {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(sweep.labels[summary.config_key(d)], sweep.labels[m])] = integrity.read_parquet(path)
+            panels[(labels[summary.config_key(d)], labels[m])] = integrity.read_parquet(path)
     from lab_assets.dr import figures  # matplotlib: only where a report is drawn
 
     return {
