@@ -109,11 +109,11 @@ class Sweep:
 
     @cached_property
     def _data_keys(self) -> frozenset[str]:
-        return frozenset(d for d, _ in self.cells)
+        return frozenset(d.key for d in self.data)
 
     @cached_property
     def _method_keys(self) -> frozenset[str]:
-        return frozenset(m for _, m in self.cells)
+        return frozenset(m.key for m in self.methods)
 
     @property
     def labels(self) -> dict[str, str]:
