@@ -99,8 +99,7 @@ class Sweep:
     cells: list[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
-        data, methods = [d.key for d in self.data], [m.key for m in self.methods]
-        object.__setattr__(self, "cells", [(d, m) for d in data for m in methods])
+        object.__setattr__(self, "cells", [(d.key, m.key) for d in self.data for m in self.methods])
 
     def contains(self, data_key: str, method_key: str) -> bool:
         """Whether (data_key, method_key) is one of the cells: the grid is every data key with
