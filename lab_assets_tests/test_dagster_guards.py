@@ -127,6 +127,32 @@ def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_querie
           "only the wanted partitions' records, an unmaterialized one absent")
 
 
+# --- runtime/status_cache.py ------------------------------------------------------------------
+
+
+def test_a_partitions_status_depends_only_on_its_own_events_and_wipes_hide_them():
+    """What lets runtime/status_cache.py keep an answer while its partition's latest events stay."""
+    symbol = "CachingStaleStatusResolver (dagster._core) + get_latest_storage_id_by_partition"
+    instance = dg.DagsterInstance.ephemeral()
+    for partition in "ab":
+        data_versions.observe(instance, "guard_source", "v1", partition)
+        dg.materialize([guard_source, guard_downstream], selection=[guard_downstream], partition_key=partition, instance=instance)
+    before = StaleStatusReader(instance, GRAPH).status("guard_downstream", "a")
+    data_versions.observe(instance, "guard_source", "v2", "b")
+    dg.materialize([guard_source, guard_downstream], selection=[guard_downstream], partition_key="b", instance=instance)
+    data_versions.observe(instance, "guard_source", "v3", "b")
+    reader = StaleStatusReader(instance, GRAPH)
+    guard(reader.status("guard_downstream", "a") == before and reader.status("guard_downstream", "b").status == STALE, symbol,
+          "a partition's status is unchanged by another partition's events (identity partition mapping)")
+    instance.wipe_assets([dg.AssetKey("guard_downstream")])
+    guard(latest_events.latest_ids(instance, "guard_downstream") == {}, symbol,
+          "a wiped asset's events are hidden from its latest storage ids")
+    with dg.instance_for_test() as persistent:
+        ref = persistent.get_ref().event_storage_data
+    guard(all(isinstance(getattr(ref, f, None), str) for f in ("module_name", "class_name", "config_yaml")),
+          "DagsterInstance.get_ref().event_storage_data", "names the event log's class and configuration")
+
+
 # --- runtime/backfills.py --------------------------------------------------------------------
 
 
@@ -197,7 +223,7 @@ def test_event_log_storage_hooks_are_called(tmp_path, monkeypatch):
 def test_storage_head_moves_with_every_change_the_stale_status_resolver_reads(tmp_path):
     """runtime/storage_head.py reads Dagster's SQLite schema without Dagster (the no-op cache)."""
     from lab_assets.runtime import instance as lab_instance
-    from lab_assets.runtime.storage_head import head
+    from lab_assets.runtime.storage_head import deleted_since, deletion_mark, head
 
     symbol = "the consolidated SQLite event log's file and tables (event_log.db: event_logs, asset_keys, dynamic_partitions)"
     (tmp_path / "dagster.yaml").write_text(lab_instance.instance_yaml("telemetry:\n  enabled: false\n", tmp_path))
@@ -218,8 +244,16 @@ def test_storage_head_moves_with_every_change_the_stale_status_resolver_reads(tm
         changed("a dynamic partition is added")
         instance.delete_dynamic_partition("guard_dynamic", "y")
         changed("a dynamic partition is deleted")
+        mark = deletion_mark(tmp_path)
+        guard(not deleted_since(tmp_path, mark), symbol, "nothing deleted since a deletion mark")
         instance.wipe_assets([dg.AssetKey("guard_asset")])
         changed("an asset is wiped")
+        guard(not deleted_since(tmp_path, mark), symbol, "a wipe deletes no event (its events are hidden, not removed)")
+        runs = dg.materialize([guard_source, guard_downstream], selection=[guard_downstream], partition_key="a", instance=instance)
+        mark = deletion_mark(tmp_path)
+        instance.delete_run(runs.run_id)
+        instance.report_runless_asset_event(dg.AssetMaterialization("guard_asset", partition="a"))
+        guard(deleted_since(tmp_path, mark), symbol, "deleting a run deletes its events, seen even after new events fill the ids")
     (tmp_path / "dagster.yaml").write_text("storage:\n  postgres:\n    postgres_url: postgresql://x/y\n")
     guard(head(tmp_path) is None, symbol, "an instance with another storage has no head to read")
 

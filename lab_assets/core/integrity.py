@@ -41,11 +41,10 @@ def of_file(path: str) -> Fingerprint:
     return Fingerprint(size, h.hexdigest())
 
 
-def problem(path: str, recorded: Fingerprint | None, full: bool) -> str | None:
-    """Why the file at `path` is not what was recorded (None: intact as far as checked). Without
-    a recorded fingerprint (written before fingerprints were recorded) only presence is checked;
-    `full` compares content hashes, otherwise only sizes."""
-    size = storage.size(path)
+def problem(path: str, recorded: Fingerprint | None, size: int | None, full: bool) -> str | None:
+    """Why the file at `path`, of `size` bytes now (None: missing; `storage.sizes`), is not what
+    was recorded (None: intact as far as checked). Without a recorded fingerprint (written before
+    fingerprints were recorded) only presence is checked; `full` compares content hashes too."""
     if size is None:
         return "missing"
     if recorded is None:

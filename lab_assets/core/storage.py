@@ -20,7 +20,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -208,10 +208,19 @@ def exists(path: str | os.PathLike[str]) -> bool:
 
 def size(path: str | os.PathLike[str]) -> int | None:
     """The file's size in bytes, None if it does not exist: one stat (one HEAD on object stores)."""
-    try:
-        return filesystem().size(os.fspath(path))
-    except FileNotFoundError:
-        return None
+    return sizes([path])[os.fspath(path)]
+
+
+def sizes(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int | None]:
+    """{path: its size in bytes, None if it does not exist} (the filesystem is looked up once:
+    that costs as much as a local stat)."""
+    fs, out = filesystem(), {}
+    for path in map(os.fspath, paths):
+        try:
+            out[path] = fs.size(path)
+        except FileNotFoundError:
+            out[path] = None
+    return out
 
 
 def glob(pattern: str) -> list[str]:

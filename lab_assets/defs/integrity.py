@@ -20,7 +20,7 @@ from lab_assets.core.integrity import Fingerprint
 from lab_assets.dr import keystore
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runtime.latest_events import latest_materializations
+from lab_assets.runtime.latest_events import latest_ids, records
 
 ENTRY = "integrity"
 # The assets whose files a data key's and a cell's status answer for.
@@ -49,38 +49,49 @@ def file_metadata(path: str) -> dict[str, dg.MetadataValue]:
     return metadata({path: integrity.of_file(path)})
 
 
-def _recorded(m: dg.AssetMaterialization) -> dict[str, Fingerprint | None]:
+def _recorded(m: dg.AssetMaterialization | None) -> dict[str, dict | None]:
+    """{path: {bytes, blake2b}} as recorded; None for a file recorded before fingerprints were
+    (checked for presence only)."""
+    if m is None:
+        return {}
     entry = m.metadata.get(ENTRY)
     if entry is not None:
-        return {p: Fingerprint(f["bytes"], f["blake2b"]) for p, f in entry.value.items()}
-    path = m.metadata.get("path")  # recorded before fingerprints were: presence only
+        return dict(entry.value)
+    path = m.metadata.get("path")
     return {} if path is None else {str(path.value): None}
 
 
-def latest(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None]) -> dict[str | None, dg.AssetMaterialization]:
-    """The latest materialization of each partition (None: the unpartitioned asset), in a few
-    queries for all of them, whatever their number (Dagster answers at most 10,000 records a query)."""
-    wanted = set(partitions)
-    found: dict[str | None, dg.AssetMaterialization] = {}
+def recorded(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], known: dict[str, dict] | None = None) -> dict[str | None, dict[str, dict | None]]:
+    """What the latest materialization of each partition (None: the unpartitioned asset)
+    recorded about its files, in a few queries for all of them, whatever their number.
+    `known`: {storage id: what it recorded} read before, reused and added to (a stored record
+    never changes: `runtime/status_cache.py` keeps it between plans)."""
+    wanted, known = set(partitions), {} if known is None else known
+    found: dict[str | None, dict[str, dict | None]] = {}
     if wanted - {None}:
-        for partition, record in latest_materializations(instance, asset, wanted - {None}).items():
-            if record.asset_materialization is not None:
-                found[partition] = record.asset_materialization
+        ids = {p: str(i) for p, i in latest_ids(instance, asset, partitions=wanted - {None}).items()}
+        new = records(instance, asset, {int(i) for i in ids.values() if i not in known})
+        known.update({str(i): _recorded(r.asset_materialization) for i, r in new.items()})
+        found.update({p: known[i] for p, i in ids.items() if i in known})
     if None in wanted:
-        records = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
-        if records and records[0].asset_materialization is not None:
-            found[None] = records[0].asset_materialization
+        latest = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+        if latest:
+            found[None] = _recorded(latest[0].asset_materialization)
     return found
 
 
-def damaged(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool) -> dict[str | None, Damage]:
+def damaged(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool, known: dict[str, dict] | None = None) -> dict[str | None, Damage]:
     """The partitions among `partitions` whose latest materialization's files are missing or
-    differ from what was recorded: sizes (one stat per file), or with `full` content hashes."""
+    differ from what was recorded: sizes (one stat per file), or with `full` content hashes.
+    `known`: see `recorded`."""
+    found = recorded(instance, asset, partitions, known)
+    sizes = storage.sizes(path for files in found.values() for path in files)
     out = {}
-    for partition, m in latest(instance, asset, partitions).items():
-        for path, recorded in _recorded(m).items():
-            size_problem = integrity.problem(path, recorded, full=False)
-            problem = size_problem or (integrity.problem(path, recorded, full=True) if full else None)
+    for partition, files in found.items():
+        for path, f in files.items():
+            fingerprint = None if f is None else Fingerprint(f["bytes"], f["blake2b"])
+            size_problem = integrity.problem(path, fingerprint, sizes[path], full=False)
+            problem = size_problem or (integrity.problem(path, fingerprint, sizes[path], full=True) if full else None)
             if problem:
                 out[partition] = Damage(asset, partition, path, problem, content_only=size_problem is None)
                 break
@@ -114,10 +125,12 @@ def artifact_paths(sweep: Sweep) -> list[str]:
     return [*paths, storage.asset_path("metric_table")]
 
 
-def sweep_damage(instance: dg.DagsterInstance, sweep: Sweep, full: bool) -> list[Damage]:
-    """Every damaged artifact of a sweep, in the order the sweep writes them."""
+def sweep_damage(instance: dg.DagsterInstance, sweep: Sweep, full: bool, known: dict[str, dict[str, dict]] | None = None) -> list[Damage]:
+    """Every damaged artifact of a sweep, in the order the sweep writes them. `known`: {asset:
+    what `recorded` keeps}, filled in."""
+    known = {} if known is None else known
     return [d for asset, parts in sweep_partitions(sweep).items() if parts
-            for d in damaged(instance, asset, parts, full).values()]
+            for d in damaged(instance, asset, parts, full, known.setdefault(asset, {})).values()]
 
 
 def repair_command(sources: Iterable[str], content_only: bool = False) -> str:

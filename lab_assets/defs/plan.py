@@ -5,13 +5,16 @@ plus two checks the resolver cannot make: a spec whose current version differs f
 observed one (edited method code, a changed user file) marks its cells stale before it has been
 observed, and a fresh partition whose file is missing or no longer what was written
 (defs/integrity.py: sizes, or hashes with `verify`) is "damaged", so the next run recomputes it.
-Nothing here writes anything.
+The resolver's answers and the files' recorded fingerprints are kept between plans in the
+lab home (`runtime/status_cache.py`): a cell with no new event since is not asked again. Nothing
+else is written.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import dagster as dg
 
@@ -20,7 +23,8 @@ from lab_assets.dr import keystore
 from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader, Status
+from lab_assets.runtime.staleness import FRESH, MISSING, STALE, Status
+from lab_assets.runtime.status_cache import CachedStatusReader
 
 DAMAGED = "damaged"  # fresh by Dagster's records, but a file is missing or not what was written
 _RANK = {FRESH: 0, STALE: 1, DAMAGED: 2, MISSING: 3}
@@ -79,19 +83,15 @@ def _intact(status: Status, damage: dict, *partitions) -> Status:
     return Status(DAMAGED, str(found[0])) if status.status == FRESH and found else status
 
 
-def _damage(instance: dg.DagsterInstance, sweep: Sweep, verify: bool) -> dict:
-    """{(asset, partition): Damage} of the sweep's damaged files."""
-    return {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify)}
-
-
-def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False) -> SweepPlan:
+def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False, cache: Path | None = None) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
     Datasets are partitioned by cell (defs/partitions.py): a data key's status is the worst of its
     cells' dataset partitions, and a cell is pending when its own dataset partition is.
-    `verify`: compare the files' content hashes too, not only their sizes."""
+    `verify`: compare the files' content hashes too, not only their sizes. `cache`: the folder
+    of the resolver's kept answers (None: ask it about every cell)."""
     planned_at = time.time()
-    r = StaleStatusReader(instance, asset_graph)
-    damage = _damage(instance, sweep, verify)
+    r = CachedStatusReader(instance, asset_graph, cache)
+    damage = {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify, r.files)}
     known = set(instance.get_dynamic_partitions("cell"))
 
     others = [s for s in keystore.sweeps() if s.name != sweep.name]
@@ -135,4 +135,5 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
         report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))
+    r.save()
     return SweepPlan(sweep, datasets, cells, report, {k: s for k, s in data_status.items() if s.status != FRESH}, planned_at)

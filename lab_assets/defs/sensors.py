@@ -23,7 +23,7 @@ from lab_assets.defs.register import register
 from lab_assets.defs.plan import make_plan
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core import cron
-from lab_assets.core.settings import project_dir
+from lab_assets.core.settings import lab_home, project_dir
 from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
 from lab_assets.runtime.backfills import backfill_running
@@ -71,7 +71,7 @@ def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> li
         context.log.info(f"{sweep.name}: previous backfill still running; {why} skipped")
         return []
     graph = context.repository_def.asset_graph
-    plan = make_plan(sweep, context.instance, graph)
+    plan = make_plan(sweep, context.instance, graph, cache=lab_home() / "cache")
     backfill = requests(sweep_work(plan), graph)
     if not backfill:
         context.log.info(f"{sweep.name}: everything fresh")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from lab_assets.core.settings import lab_home
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.plan import SweepPlan, make_plan
 from lab_assets.defs.register import register
@@ -20,7 +21,7 @@ from lab_assets.runtime.instance import get_instance
 
 def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
-    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify)
+    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
 
 
 def register_and_plan(sweep: Sweep, verify: bool = False) -> SweepPlan:

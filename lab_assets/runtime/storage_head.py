@@ -43,8 +43,7 @@ def event_log_file(dagster_home: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def head(dagster_home: Path) -> tuple | None:
-    """The instance's head (see above), or None when it cannot be read this way."""
+def _read(dagster_home: Path, queries: tuple[tuple[str, tuple], ...]) -> tuple | None:
     path = event_log_file(dagster_home)
     if path is None:
         return None
@@ -52,6 +51,35 @@ def head(dagster_home: Path) -> tuple | None:
         # Not read-only (`mode=ro`): a WAL database is read through its shared-memory file, which
         # a reader may need to create. Nothing is written.
         with closing(sqlite3.connect(path, timeout=30)) as conn:
-            return tuple(tuple(conn.execute(q).fetchone()) for q in QUERIES)
+            return tuple(tuple(conn.execute(q, args).fetchone() or ()) for q, args in queries)
     except sqlite3.Error:
         return None
+
+
+def head(dagster_home: Path) -> tuple | None:
+    """The instance's head (see above), or None when it cannot be read this way."""
+    return _read(dagster_home, tuple((q, ()) for q in QUERIES))
+
+
+# The newest event now: its id, its timestamp and how many events lie at or below it.
+_MARK = "SELECT id, timestamp, (SELECT count(*) FROM event_logs WHERE id <= m.id) FROM event_logs m ORDER BY id DESC LIMIT 1"
+_AT = "SELECT id, timestamp, (SELECT count(*) FROM event_logs WHERE id <= ?1) FROM event_logs WHERE id = ?1"
+
+
+def deletion_mark(dagster_home: Path) -> list | None:
+    """A mark that `deleted_since` compares to tell whether any event stored so far was deleted
+    since (SQLite reuses the largest id after a delete: an id alone does not name one event
+    forever): [newest id, its timestamp, count], [0, None, 0] for an empty event log; None when
+    it cannot be read this way."""
+    found = _read(dagster_home, ((_MARK, ()),))
+    return None if found is None else list(found[0]) or [0, None, 0]
+
+
+def deleted_since(dagster_home: Path, mark: list) -> bool:
+    """Whether an event that was stored when `mark` was taken is gone (a deleted row lowers the
+    count at or below the mark's newest event; deleting that one too and storing new ones in
+    its place changes its timestamp). True when it cannot be told."""
+    if mark[0] == 0:
+        return False  # nothing was stored then
+    found = _read(dagster_home, ((_AT, (mark[0],)),))
+    return found is None or list(found[0]) != mark
