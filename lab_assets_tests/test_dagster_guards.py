@@ -97,21 +97,22 @@ def test_data_version_tag_is_what_observations_carry():
 
 
 def test_latest_observation_of_every_partition_in_bulk():
-    symbol = "EventLogStorage.get_latest_storage_id_by_partition + DagsterEventType (dagster._core.events)"
+    symbol = "EventLogStorage.get_latest_tags_by_partition + DagsterEventType (dagster._core.events)"
     instance = dg.DagsterInstance.ephemeral()
     guard(data_versions.last_data_versions(instance, "guard_source") == {}, symbol, "nothing observed: nothing")
-    for partition, versions in {"a": ["v1", "v2"], "b": ["w1"]}.items():
+    for partition, versions in {"a": ["v1", "v2"], "b": ["w1"], "c": ["x1"]}.items():
         for version in versions:
             data_versions.observe(instance, "guard_source", version, partition)
     instance.report_runless_asset_event(dg.AssetMaterialization("guard_source", partition="b"))  # not an observation
+    instance.report_runless_asset_event(dg.AssetObservation("guard_source", partition="c"))  # no data version
     guard(data_versions.last_data_versions(instance, "guard_source") == {"a": "v2", "b": "w1"}, symbol,
-          "the latest observation's data version per partition, materializations ignored")
+          "the latest observation's data version tag per partition, materializations ignored, none for an untagged latest one")
     guard({p: data_versions.last_data_version(instance, "guard_source", p) for p in "ab"} == {"a": "v2", "b": "w1"},
           symbol, "the same answers as one query per partition")
 
 
 def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_queries(monkeypatch):
-    """What `defs/integrity.latest` checks a sweep's files against, at any size: Dagster answers at
+    """What `defs/integrity.recorded` checks a sweep's files against, at any size: Dagster answers at
     most 10,000 records a query, so a 10,000-cell plan that asked for all at once failed."""
     symbol = "EventLogStorage.get_latest_storage_id_by_partition + DagsterEventType (dagster._core.events)"
     monkeypatch.setattr(latest_events, "_IDS_PER_QUERY", 2)  # three partitions: two queries
@@ -119,12 +120,12 @@ def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_querie
     for partition, value in [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("b", 2)]:
         instance.report_runless_asset_event(dg.AssetMaterialization("guard_source", partition=partition, metadata={"v": value}))
     data_versions.observe(instance, "guard_source", "v9", "c")  # not a materialization
-    latest = latest_events.latest_materializations(instance, "guard_source")
-    guard({p: r.asset_materialization.metadata["v"].value for p, r in latest.items()} == {"a": 2, "b": 2, "c": 1}, symbol,
+    ids = latest_events.latest_ids(instance, "guard_source")
+    found = latest_events.records(instance, "guard_source", ids.values())
+    guard({p: found[i].asset_materialization.metadata["v"].value for p, i in ids.items()} == {"a": 2, "b": 2, "c": 1}, symbol,
           "the latest materialization per partition, observations ignored, read in chunks")
-    some = latest_events.latest_materializations(instance, "guard_source", ["b", "z"])
-    guard({p: r.asset_materialization.metadata["v"].value for p, r in some.items()} == {"b": 2}, symbol,
-          "only the wanted partitions' records, an unmaterialized one absent")
+    guard(latest_events.latest_ids(instance, "guard_source", partitions=["b", "z"]).keys() == {"b"}, symbol,
+          "only the wanted partitions, an unmaterialized one absent")
 
 
 # --- runtime/status_cache.py ------------------------------------------------------------------

@@ -281,8 +281,9 @@ def parquet_provenance(path: str) -> dict[str, Any]:
     return json.loads(meta.get(b"lab_assets", b"{}"))
 
 
-def write_json(path: str, obj: Any) -> str:
-    return write_bytes(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+def json_bytes(obj: Any) -> bytes:
+    """How a JSON record is written (`write_bytes`): stable bytes for the same content."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
 
 
 def read_json(path: str) -> Any:

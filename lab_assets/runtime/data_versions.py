@@ -17,7 +17,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from lab_assets.runtime.latest_events import latest_observations
+from lab_assets.runtime.latest_events import latest_tags
 
 
 def last_data_version(instance: dg.DagsterInstance, asset: str, partition: str | None = None) -> str | None:
@@ -30,10 +30,10 @@ def last_data_version(instance: dg.DagsterInstance, asset: str, partition: str |
     return (records[0].event_log_entry.tags or {}).get(DATA_VERSION_TAG)
 
 
-def last_data_versions(instance: dg.DagsterInstance, asset: str) -> dict[str, str | None]:
-    """{partition: data version of its latest observation} for every observed partition of the asset."""
-    latest = latest_observations(instance, asset)
-    return {p: (r.event_log_entry.tags or {}).get(DATA_VERSION_TAG) for p, r in latest.items()}
+def last_data_versions(instance: dg.DagsterInstance, asset: str) -> dict[str, str]:
+    """{partition: data version of its latest observation} for every partition of the asset
+    whose latest observation has one."""
+    return latest_tags(instance, asset, DATA_VERSION_TAG, observed=True)
 
 
 def observe_if_changed(
