@@ -206,14 +206,9 @@ def exists(path: str | os.PathLike[str]) -> bool:
     return filesystem().exists(os.fspath(path))
 
 
-def size(path: str | os.PathLike[str]) -> int | None:
-    """The file's size in bytes, None if it does not exist: one stat (one HEAD on object stores)."""
-    return sizes([path])[os.fspath(path)]
-
-
 def sizes(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int | None]:
-    """{path: its size in bytes, None if it does not exist} (the filesystem is looked up once:
-    that costs as much as a local stat)."""
+    """{path: its size in bytes, None if it does not exist}: one stat each (one HEAD on object
+    stores); the filesystem is looked up once, which costs as much as a local stat."""
     fs, out = filesystem(), {}
     for path in map(os.fspath, paths):
         try:
