@@ -59,12 +59,18 @@ def uncached(sweep) -> dict:
     return flat(make_plan(sweep, get_instance(), definitions().resolve_asset_graph()))
 
 
-def test_only_cells_with_new_events_are_asked_again_and_the_plan_equals_dagsters(finished, asked):
+def test_only_cells_with_new_events_are_asked_again_and_the_plan_equals_dagsters(finished, asked, monkeypatch):
     sweep, instance = finished, get_instance()
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
+    indexed, storage = [], type(instance.event_log_storage)
+    latest = storage.get_latest_storage_id_by_partition
+    monkeypatch.setattr(storage, "get_latest_storage_id_by_partition",
+                        lambda self, key, *args: indexed.append(key.to_user_string()) or latest(self, key, *args))
     asked.clear()
     plan = cached(sweep)  # from the answers the run kept
     assert asked & set(cells) == set()
+    cell_assets = ["data_spec", "dataset", "embedding", "method_spec", "metrics", "model", "raw_dataset"]
+    assert sorted(a for a in indexed if a in cell_assets) == cell_assets, "the stamps and the file checks read the index twice"
     assert plan == uncached(sweep) and {s for s, _ in plan.values()} == {"fresh"}
 
     # A dataset partition materialized again with other data: its cell's embedding is stale.

@@ -192,6 +192,24 @@ def test_json_round_trip():
     assert again.cells == sweep.cells
 
 
+def test_registered_sweep_is_parsed_once_and_an_edit_is_read(lab, monkeypatch):
+    from lab_assets.dr import keystore
+
+    keystore._parsed.cache_clear()  # another test may have registered the same record
+    built = []
+    from_json = Sweep.from_json.__func__
+    monkeypatch.setattr(Sweep, "from_json", classmethod(lambda cls, obj: built.append(obj["name"]) or from_json(cls, obj)))
+    first = parse(GRID)
+    keystore.save_sweep(first)
+    assert keystore.sweep(first.name) == first and keystore.sweeps_containing(*first.cells[0]) == [first]
+    assert built == [first.name]  # the second look was answered from the parsed record
+    edited = parse(GRID.replace("seeds: [0, 1]", "seeds: [0, 1, 2]"))
+    assert edited.cells != first.cells
+    keystore.save_sweep(edited)
+    assert keystore.sweep(first.name) == edited
+    assert keystore.sweeps_containing(*edited.cells[-1]) == [edited] and built == [first.name] * 2
+
+
 SRC = "sweeps/broken.yaml"
 ERRORS = {
     "unknown dataset": (

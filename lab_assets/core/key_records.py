@@ -9,6 +9,7 @@ computes exactly what was declared.
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -40,8 +41,13 @@ def write(kind: str, key: str, record: dict[str, Any]) -> None:
 
 def read(kind: str, key: str, register_with: str) -> dict[str, Any]:
     """`register_with`: the command that writes such records, for the error message."""
+    return json.loads(read_bytes(kind, key, register_with))
+
+
+def read_bytes(kind: str, key: str, register_with: str) -> bytes:
+    """The record as stored (what a per-content cache keys on)."""
     try:
-        return storage.read_json(path(kind, key))
+        return storage.read_bytes(path(kind, key))
     except storage.MissingAssetError:
         raise UnknownKeyError(f"{kind} key {key!r} has no record at {path(kind, key)}: register it with {register_with}") from None
 

@@ -61,15 +61,21 @@ def _recorded(m: dg.AssetMaterialization | None) -> dict[str, dict | None]:
     return {} if path is None else {str(path.value): None}
 
 
-def recorded(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], known: dict[str, dict] | None = None) -> dict[str | None, dict[str, dict | None]]:
+def recorded(
+    instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], known: dict[str, dict] | None = None,
+    latest: dict[str, int] | None = None,
+) -> dict[str | None, dict[str, dict | None]]:
     """What the latest materialization of each partition (None: the unpartitioned asset)
     recorded about its files, in a few queries for all of them, whatever their number.
     `known`: {storage id: what it recorded} read before, reused and added to (a stored record
-    never changes: `runtime/status_cache.py` keeps it between plans)."""
+    never changes: `runtime/status_cache.py` keeps it between plans). `latest`: {partition: its
+    latest materialization's storage id} when the caller read them already (the plan's stamps)."""
     wanted, known = set(partitions), {} if known is None else known
     found: dict[str | None, dict[str, dict | None]] = {}
     if wanted - {None}:
-        ids = {p: str(i) for p, i in latest_ids(instance, asset, partitions=wanted - {None}).items()}
+        if latest is None:
+            latest = latest_ids(instance, asset, partitions=wanted - {None})
+        ids = {p: str(latest[p]) for p in wanted & latest.keys()}
         new = records(instance, asset, {int(i) for i in ids.values() if i not in known})
         known.update({str(i): _recorded(r.asset_materialization) for i, r in new.items()})
         found.update({p: known[i] for p, i in ids.items() if i in known})
@@ -80,11 +86,14 @@ def recorded(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str 
     return found
 
 
-def damaged(instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool, known: dict[str, dict] | None = None) -> dict[str | None, Damage]:
+def damaged(
+    instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool, known: dict[str, dict] | None = None,
+    latest: dict[str, int] | None = None,
+) -> dict[str | None, Damage]:
     """The partitions among `partitions` whose latest materialization's files are missing or
     differ from what was recorded: sizes (one stat per file), or with `full` content hashes.
-    `known`: see `recorded`."""
-    found = recorded(instance, asset, partitions, known)
+    `known`, `latest`: see `recorded`."""
+    found = recorded(instance, asset, partitions, known, latest)
     sizes = storage.sizes(path for files in found.values() for path in files)
     out = {}
     for partition, files in found.items():
@@ -125,12 +134,15 @@ def artifact_paths(sweep: Sweep) -> list[str]:
     return [*paths, storage.asset_path("metric_table")]
 
 
-def sweep_damage(instance: dg.DagsterInstance, sweep: Sweep, full: bool, known: dict[str, dict[str, dict]] | None = None) -> list[Damage]:
+def sweep_damage(
+    instance: dg.DagsterInstance, sweep: Sweep, full: bool, known: dict[str, dict[str, dict]] | None = None,
+    latest: dict[str, dict[str, int]] | None = None,
+) -> list[Damage]:
     """Every damaged artifact of a sweep, in the order the sweep writes them. `known`: {asset:
-    what `recorded` keeps}, filled in."""
-    known = {} if known is None else known
+    what `recorded` keeps}, filled in; `latest`: {asset: what `recorded` takes}, where read."""
+    known, latest = {} if known is None else known, {} if latest is None else latest
     return [d for asset, parts in sweep_partitions(sweep).items() if parts
-            for d in damaged(instance, asset, parts, full, known.setdefault(asset, {})).values()]
+            for d in damaged(instance, asset, parts, full, known.setdefault(asset, {}), latest.get(asset)).values()]
 
 
 def repair_command(sources: Iterable[str], content_only: bool = False) -> str:

@@ -91,7 +91,7 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     of the resolver's kept answers (None: ask it about every cell)."""
     planned_at = time.time()
     r = CachedStatusReader(instance, asset_graph, cache)
-    damage = {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify, r.files)}
+    damage = {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify, r.files, r.latest)}
     known = set(instance.get_dynamic_partitions("cell"))
 
     others = [s for s in keystore.sweeps() if s.name != sweep.name]

@@ -4,6 +4,9 @@ is registered."""
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+
 from lab_assets.core import key_records
 from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 
@@ -19,8 +22,11 @@ def save_sweep(sweep: Sweep) -> None:
 keys = key_records.keys  # the registered keys of a kind: "data", "method" or "sweep"
 
 
+REGISTER = "`lab sweep run <file>`"
+
+
 def _record(kind: str, key: str) -> dict:
-    return key_records.read(kind, key, "`lab sweep run <file>`")
+    return key_records.read(kind, key, REGISTER)
 
 
 def data_config(key: str) -> DataConfig:
@@ -32,7 +38,14 @@ def method_config(key: str) -> MethodConfig:
 
 
 def sweep(name: str) -> Sweep:
-    return Sweep.from_json(_record("sweep", name))
+    return _parsed(key_records.read_bytes("sweep", name, REGISTER))
+
+
+@lru_cache(maxsize=64)
+def _parsed(record: bytes) -> Sweep:
+    """One `Sweep` per record content and process: building one computes every config's key, and
+    each cell's run looks up the sweeps containing it twice (its label, its metric suite)."""
+    return Sweep.from_json(json.loads(record))
 
 
 def sweeps() -> list[Sweep]:

@@ -64,6 +64,8 @@ class CachedStatusReader:
         self._stamps: dict[str, list] = {}
         self._entries: dict[str, dict] = {}
         self.files: dict[str, dict[str, dict]] = {}  # {asset: {storage id: what it recorded}}, see integrity.recorded
+        # {cell asset: {partition: storage id of its latest materialization (a spec's: observation)}}
+        self.latest: dict[str, dict[str, int]] = {}
         if self._mark is None:
             self._path = None
             return
@@ -73,7 +75,7 @@ class CachedStatusReader:
         nodes = {k.to_user_string(): asset_graph.get(k) for k in asset_graph.get_all_asset_keys()}
         cell = sorted(a for a, n in nodes.items() if _dimension(n) == dimension)
         upstream = sorted({p.to_user_string() for a in cell for p in nodes[a].parent_keys} - set(cell))
-        by_asset = {a: latest_ids(instance, a, observed=nodes[a].is_observable) for a in cell}
+        self.latest = by_asset = {a: latest_ids(instance, a, observed=nodes[a].is_observable) for a in cell}
         for a, ids in by_asset.items():
             for partition in ids:
                 self._stamps.setdefault(partition, [by_asset[b].get(partition) for b in cell])
