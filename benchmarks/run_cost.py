@@ -1,0 +1,92 @@
+"""What one cell's Dagster run costs in a warm process (issue #15's per-cell overhead): trivial new
+cells (isomap on 60 points, one kNN metric; each run computes its dataset too), executed one
+after another in this process after a few warm-up runs, W&B offline tracking on. Prints the
+median wall seconds per run and the CPU seconds per run (this process and its children, e.g.
+`git`: steadier than wall time on a shared machine). With --baseline, another checkout's code
+(`git archive <commit> | tar -x -C DIR`) is measured the same way, interleaved, and the ratios
+of the medians are printed.
+
+    python benchmarks/run_cost.py [--pairs 3] [--cells 32] [--baseline DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_all import PY, ROOT, project  # noqa: E402
+
+WARM_UP = 4  # a process's first runs pay imports and first-use costs the others do not
+
+# Run in a child process per measurement: the code under test is on its PYTHONPATH.
+CHILD = """
+import json, resource, statistics, sys, time
+from lab_assets.defs.work import sweep_work
+from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.local import execute_run
+from lab_assets.runner.sweeps import register_and_plan
+
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+work = sweep_work(register_and_plan(load_sweep(sys.argv[1])))
+runs = [r for phase in work.phases for r in phase.runs if r.job.startswith("cells")]  # not the tables
+for r in runs[:WARM_UP]:
+    execute_run(r, {})
+walls, before = [], cpu()
+for r in runs[WARM_UP:]:
+    start = time.perf_counter()
+    outcome = execute_run(r, {})
+    walls.append(time.perf_counter() - start)
+    assert outcome.ok, outcome
+print(json.dumps({"wall_s": statistics.median(walls), "cpu_s": (cpu() - before) / len(walls), "runs": len(walls)}))
+""".replace("WARM_UP", str(WARM_UP))
+
+
+def sweep_text(cells: int) -> str:
+    seeds = cells // 4
+    return ("name: run_cost\ndata:\n  swissroll: {n_samples: 60, noise: 0.05}\n"
+            f"seeds: {list(range(seeds))}\nmethods:\n  isomap: {{n_neighbors: [5, 6, 7, 8]}}\n"
+            "metrics:\n  trustworthiness: {k: [5]}\n")
+
+
+def measure(code: Path, cells: int) -> dict:
+    """One process, from an empty project, running `cells` new cells' runs one by one."""
+    with project(sweep_text(cells), "run_cost") as (folder, env, file):
+        done = subprocess.run([PY, "-c", CHILD, file], env={**env, "PYTHONPATH": str(code), "LAB_SERVICE": "0"},
+                              cwd=folder, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise SystemExit(f"{code}: exit {done.returncode}\n{done.stderr[-3000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--cells", type=int, default=32, help="cells per process (a multiple of 4), warm-up included")
+    p.add_argument("--baseline", type=Path)
+    args = p.parse_args()
+    out: dict = {"load_before": os.getloadavg()[0], "this": [], "baseline": []}
+    for _ in range(args.pairs):
+        out["this"].append(measure(ROOT, args.cells))
+        if args.baseline:
+            out["baseline"].append(measure(args.baseline, args.cells))
+    for side in ("this", "baseline"):
+        if out[side]:
+            for what in ("wall_s", "cpu_s"):
+                out[f"{side}_{what}_median"] = statistics.median(m[what] for m in out[side])
+    if args.baseline:
+        for what in ("wall_s", "cpu_s"):
+            out[f"ratio_{what}"] = out[f"this_{what}_median"] / out[f"baseline_{what}_median"]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
