@@ -38,16 +38,17 @@ def cpu():
 
 work = sweep_work(register_and_plan(load_sweep(sys.argv[1])))
 runs = [r for phase in work.phases for r in phase.runs if r.job.startswith("cells")]  # not the tables
-for r in runs[:WARM_UP]:
+warm_up = int(sys.argv[2])
+for r in runs[:warm_up]:
     execute_run(r, {})
 walls, before = [], cpu()
-for r in runs[WARM_UP:]:
+for r in runs[warm_up:]:
     start = time.perf_counter()
     outcome = execute_run(r, {})
     walls.append(time.perf_counter() - start)
     assert outcome.ok, outcome
 print(json.dumps({"wall_s": statistics.median(walls), "cpu_s": (cpu() - before) / len(walls), "runs": len(walls)}))
-""".replace("WARM_UP", str(WARM_UP))
+"""
 
 
 def sweep_text(cells: int) -> str:
@@ -60,7 +61,7 @@ def sweep_text(cells: int) -> str:
 def measure(code: Path, cells: int) -> dict:
     """One process, from an empty project, running `cells` new cells' runs one by one."""
     with project(sweep_text(cells), "run_cost") as (folder, env, file):
-        done = subprocess.run([PY, "-c", CHILD, file], env={**env, "PYTHONPATH": str(code), "LAB_SERVICE": "0"},
+        done = subprocess.run([PY, "-c", CHILD, file, str(WARM_UP)], env={**env, "PYTHONPATH": str(code), "LAB_SERVICE": "0"},
                               cwd=folder, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
             raise SystemExit(f"{code}: exit {done.returncode}\n{done.stderr[-3000:]}")

@@ -281,10 +281,6 @@ def json_bytes(obj: Any) -> bytes:
     return json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
 
 
-def read_json(path: str) -> Any:
-    return json.loads(read_bytes(path))
-
-
 def remove(path: str | os.PathLike[str]) -> None:
     """Delete a file (a superseded checkpoint, say); missing is fine."""
     fs = filesystem()
