@@ -18,10 +18,20 @@ Configured in k8s/base/dagster.yaml as
         config: {postgres_db: {...}}     # exactly dagster-postgres's `storage: postgres:` config
 
 Runs and schedules are dagster-postgres's own; the event log's asset-row upsert differs, and
-the webserver's connection pool checks a connection before use (it survives a Postgres restart).
+every process rides out a Postgres restart or failover:
+
+- a connection is retried for about 100 s (`PATIENT_RETRIES`), not dagster-postgres's ~11 s. A
+  run worker that cannot reach Postgres before it has marked its run started exits, and its run
+  then stays STARTING until run monitoring's start timeout (20 min) fails it; a run worker that
+  waits for Postgres instead carries on. A managed Postgres fails over in 30-120 s.
+- a process waits for Postgres before it checks its tables (when the storage is built), with the
+  same patience: a run worker starting during a restart would fail there.
+- the webserver's pooled connections are checked before use (a dead one is replaced).
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import sqlalchemy as db
 from dagster._core.storage.base_storage import DagsterStorage
@@ -31,7 +41,12 @@ from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.storage import DagsterPostgresStorage
-from dagster_postgres.utils import get_token_provider_from_config, pg_url_from_config
+from dagster_postgres.utils import (
+    create_pg_engine,
+    get_token_provider_from_config,
+    pg_url_from_config,
+    retry_pg_connection_fn,
+)
 from sqlalchemy.dialects import postgresql
 
 # A serialized EventLogRecord ends in `"storage_id": N}`; metadata may hold NaN (not JSON), so
@@ -42,6 +57,21 @@ _TRAILING_ID = r"(\d+)\}\s*$"
 def stored_storage_id(column=AssetKeyTable.c.last_materialization):
     """SQL: the storage id of the materialization the asset row names (NULL when none)."""
     return db.cast(db.func.substring(column, _TRAILING_ID), db.BigInteger)
+
+
+# dagster-postgres's retry (`retry_pg_connection_fn`) waits (2^n - 1) * 0.2 s after the n-th
+# failed attempt: its default 5 retries give up after ~11 s, 8 after ~100 s.
+PATIENT_RETRIES = 8
+
+
+@contextmanager
+def patient_connection(engine: db.engine.Engine):
+    """`dagster_postgres.utils.create_pg_connection`, retried for ~100 s instead of ~11 s."""
+    conn = retry_pg_connection_fn(engine.connect, retry_limit=PATIENT_RETRIES)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 class _PingedWebserverPool:
@@ -55,12 +85,14 @@ class _PingedWebserverPool:
         self._engine.pool._pre_ping = True  # type: ignore[attr-defined]  # = create_engine(pool_pre_ping=True)
 
 
-class PingedPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
-    pass
+class PatientPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
+    def connect(self):
+        return patient_connection(self._engine)
 
 
-class PingedPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):
-    pass
+class PatientPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):
+    def connect(self, run_id: str | None = None):
+        return patient_connection(self._engine)
 
 
 class ForwardOnlyPostgresEventLogStorage(_PingedWebserverPool, PostgresEventLogStorage):
@@ -68,6 +100,9 @@ class ForwardOnlyPostgresEventLogStorage(_PingedWebserverPool, PostgresEventLogS
     materialization replaces `last_materialization` only if its event id is larger than the one
     the row holds. The check runs inside the upsert (`ON CONFLICT DO UPDATE ... WHERE`), which
     Postgres evaluates on the locked, latest committed row, so it holds under any interleaving."""
+
+    def _connect(self):
+        return patient_connection(self._engine)
 
     def _store_asset_event(self, conn, event, event_id: int) -> None:
         dagster_event = event.dagster_event
@@ -83,8 +118,8 @@ class ForwardOnlyPostgresEventLogStorage(_PingedWebserverPool, PostgresEventLogS
 
 
 class LabPostgresStorage(DagsterPostgresStorage):
-    """dagster-postgres's storage (same config, same tables) with the forward-only event log
-    and, in the webserver, pooled connections checked before use."""
+    """dagster-postgres's storage (same config, same tables) with the forward-only event log,
+    patient connections and, in the webserver, pooled connections checked before use."""
 
     def __init__(self, postgres_url: str, should_autocreate_tables: bool = True, inst_data=None, token_provider=None):
         # DagsterPostgresStorage.__init__ with the event log swapped (not built twice: each
@@ -92,10 +127,13 @@ class LabPostgresStorage(DagsterPostgresStorage):
         self.postgres_url = postgres_url
         self.should_autocreate_tables = should_autocreate_tables
         self._inst_data = inst_data
+        # Each storage checks its tables when built, with dagster-postgres's short retry.
+        with patient_connection(create_pg_engine(postgres_url, token_provider, poolclass=db.pool.NullPool)):
+            pass
         args = (postgres_url, should_autocreate_tables)
-        self._run_storage = PingedPostgresRunStorage(*args, token_provider=token_provider)
+        self._run_storage = PatientPostgresRunStorage(*args, token_provider=token_provider)
         self._event_log_storage = ForwardOnlyPostgresEventLogStorage(*args, token_provider=token_provider)
-        self._schedule_storage = PingedPostgresScheduleStorage(*args, token_provider=token_provider)
+        self._schedule_storage = PatientPostgresScheduleStorage(*args, token_provider=token_provider)
         DagsterStorage.__init__(self)
 
     @classmethod
