@@ -228,8 +228,19 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
         postgres_server.start()
     outage = time.monotonic() - down
     for caller in callers:
-        caller.join(120)
+        caller.join(150)
     assert outcomes == {"query": [], "new instance": []}, (outage, outcomes)
+
+
+def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_server, database, monkeypatch):
+    import time
+
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", "not-the-password")
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump({"storage": cluster.instance_config(postgres_server.port, database)["storage"]}))
+    start = time.monotonic()
+    with pytest.raises(Exception, match="password authentication failed"):
+        dg.DagsterInstance.from_config(str(tmp_path))
+    assert time.monotonic() - start < 5  # not waited out as an outage (dagster-postgres alone: ~11 s)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -365,13 +365,10 @@ def test_postgres_storage_hooks_keep_their_shape():
           "PostgresEventLogStorage.optimize_for_webserver", "takes (statement_timeout, pool_recycle, max_overflow) and builds self._engine")
     from dagster_postgres.run_storage import PostgresRunStorage
     from dagster_postgres.schedule_storage import PostgresScheduleStorage
-    from dagster_postgres.utils import retry_pg_connection_fn
 
     for method in (PostgresRunStorage.connect, PostgresScheduleStorage.connect, PostgresEventLogStorage._connect):
         guard("create_pg_connection(self._engine)" in inspect.getsource(method), method.__qualname__,
-              "is every query's connection, create_pg_connection(self._engine) (overridden: retried for longer)")
-    guard(params(retry_pg_connection_fn) == ["fn", "retry_limit", "retry_wait"], "dagster_postgres.utils.retry_pg_connection_fn",
-          "takes (fn, retry_limit, retry_wait)")
+              "is every query's connection, create_pg_connection(self._engine) (overridden: waits out an outage)")
     init = inspect.getsource(DagsterPostgresStorage.__init__)
     guard(all(f"self.{name} =" in init for name in ("_run_storage", "_event_log_storage", "_schedule_storage")),
           "DagsterPostgresStorage.__init__", "builds _run_storage, _event_log_storage and _schedule_storage (ours swaps the event log)")

@@ -20,10 +20,11 @@ Configured in k8s/base/dagster.yaml as
 Runs and schedules are dagster-postgres's own; the event log's asset-row upsert differs, and
 every process rides out a Postgres restart or failover:
 
-- a connection is retried for about 100 s (`PATIENT_RETRIES`), not dagster-postgres's ~11 s. A
-  run worker that cannot reach Postgres before it has marked its run started exits, and its run
-  then stays STARTING until run monitoring's start timeout (20 min) fails it; a run worker that
-  waits for Postgres instead carries on. A managed Postgres fails over in 30-120 s.
+- a connection is retried while Postgres is unreachable or restarting, for up to 120 s
+  (`connect_patiently`), not dagster-postgres's ~11 s. A run worker that cannot reach Postgres
+  before it has marked its run started exits, and its run then stays STARTING until run
+  monitoring's start timeout (20 min) fails it; a run worker that waits instead carries on. A
+  wrong password or database name fails at once (dagster-postgres retries those for ~11 s).
 - a process waits for Postgres before it checks its tables (when the storage is built), with the
   same patience: a run worker starting during a restart would fail there.
 - the webserver's pooled connections are checked before use (a dead one is replaced).
@@ -31,6 +32,10 @@ every process rides out a Postgres restart or failover:
 
 from __future__ import annotations
 
+import itertools
+import logging
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import sqlalchemy as db
@@ -41,12 +46,7 @@ from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.storage import DagsterPostgresStorage
-from dagster_postgres.utils import (
-    create_pg_engine,
-    get_token_provider_from_config,
-    pg_url_from_config,
-    retry_pg_connection_fn,
-)
+from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 from sqlalchemy.dialects import postgresql
 
 # A serialized EventLogRecord ends in `"storage_id": N}`; metadata may hold NaN (not JSON), so
@@ -59,15 +59,41 @@ def stored_storage_id(column=AssetKeyTable.c.last_materialization):
     return db.cast(db.func.substring(column, _TRAILING_ID), db.BigInteger)
 
 
-# dagster-postgres's retry (`retry_pg_connection_fn`) waits (2^n - 1) * 0.2 s after the n-th
-# failed attempt: its default 5 retries give up after ~11 s, 8 after ~100 s.
-PATIENT_RETRIES = 8
+# How long a process waits for Postgres to come back: a restart takes seconds, a managed
+# Postgres's failover 30-120 s. dagster-postgres's own retry gives up after ~11 s, whatever the error.
+OUTAGE_SECONDS = 120
+RETRY_DELAYS = (0.2, 0.5, 1, 2)  # then every 4 s: back within 4 s of Postgres
+# Answers of a server that is up but not yet (or no longer) serving: worth waiting for. Any other
+# answer from a server ("password authentication failed", "database ... does not exist") is final.
+_NOT_SERVING = ("the database system is", "too many clients", "connection slots are reserved")
+log = logging.getLogger(__name__)
+
+
+def _unavailable(exc: Exception) -> bool:
+    text = str(getattr(exc, "orig", None) or exc)
+    return "FATAL:" not in text or any(phrase in text for phrase in _NOT_SERVING)
+
+
+def connect_patiently(engine: db.engine.Engine) -> db.engine.Connection:
+    """`engine.connect()`, retried while Postgres is unreachable or restarting, up to
+    OUTAGE_SECONDS; a server that refuses (wrong password, no such database) fails at once."""
+    deadline = time.monotonic() + OUTAGE_SECONDS
+    delays = itertools.chain(RETRY_DELAYS, itertools.repeat(4))
+    while True:
+        try:
+            return engine.connect()
+        except (db.exc.OperationalError, db.exc.TimeoutError) as exc:
+            delay = next(delays)
+            if not _unavailable(exc) or time.monotonic() + delay > deadline:
+                raise
+            log.warning("Postgres is unavailable, retrying in %s s: %s", delay, str(getattr(exc, "orig", exc)).strip())
+            time.sleep(delay)
 
 
 @contextmanager
-def patient_connection(engine: db.engine.Engine):
-    """`dagster_postgres.utils.create_pg_connection`, retried for ~100 s instead of ~11 s."""
-    conn = retry_pg_connection_fn(engine.connect, retry_limit=PATIENT_RETRIES)
+def patient_connection(engine: db.engine.Engine) -> Iterator[db.engine.Connection]:
+    """`dagster_postgres.utils.create_pg_connection`, with `connect_patiently`."""
+    conn = connect_patiently(engine)
     try:
         yield conn
     finally:
