@@ -65,6 +65,8 @@ OUTAGE_SECONDS = 120
 RETRY_DELAYS = (0.2, 0.5, 1, 2)  # then every 4 s: back within 4 s of Postgres
 # Answers of a server that is up but not yet (or no longer) serving: worth waiting for. Any other
 # answer from a server ("password authentication failed", "database ... does not exist") is final.
+# No answer at all (refused, timed out, host name not resolved: DNS can lag a rescheduled
+# Service) is waited out, so a mistyped host fails only after OUTAGE_SECONDS, naming the host.
 _NOT_SERVING = ("the database system is", "too many clients", "connection slots are reserved")
 log = logging.getLogger(__name__)
 
