@@ -232,6 +232,31 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     assert outcomes == {"query": [], "new instance": []}, (outage, outcomes)
 
 
+def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, postgres_server, database):
+    """Postgres terminates the connection of the next run-storage query (as a restart does to a
+    query in flight); the read is made again and answers. (The queue daemon's read-back of a run
+    it had just marked STARTING failed this way and left the run never launched.)"""
+    import sqlalchemy
+
+    instance = write_instance(tmp_path, {"storage": cluster.instance_config(postgres_server.port, database)["storage"]})
+    run = instance.create_run_for_job(dg.GraphDefinition("noop").to_job())  # any run
+    terminated = []
+
+    def terminate_own_backend(conn, cursor, statement, *_):
+        if not terminated and "runs.run_body" in statement:  # the run's record
+            terminated.append(conn.connection.dbapi_connection.get_backend_pid())
+            with postgres_server.connect() as admin, admin.cursor() as cur:
+                cur.execute("SELECT pg_terminate_backend(%s)", (terminated[0],))
+
+    engine = instance.run_storage._engine
+    sqlalchemy.event.listen(engine, "before_cursor_execute", terminate_own_backend)
+    try:
+        assert instance.get_run_by_id(run.run_id).run_id == run.run_id
+    finally:
+        sqlalchemy.event.remove(engine, "before_cursor_execute", terminate_own_backend)
+    assert terminated  # the first attempt's connection was really dropped
+
+
 def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_server, database, monkeypatch):
     import time
 

@@ -369,6 +369,11 @@ def test_postgres_storage_hooks_keep_their_shape():
     for method in (PostgresRunStorage.connect, PostgresScheduleStorage.connect, PostgresEventLogStorage._connect):
         guard("create_pg_connection(self._engine)" in inspect.getsource(method), method.__qualname__,
               "is every query's connection, create_pg_connection(self._engine) (overridden: waits out an outage)")
+    from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
+
+    guard(params(SqlRunStorage.fetchall) == ["query"] and params(SqlRunStorage.fetchone) == ["query"]
+          and "self.fetchall(" in inspect.getsource(SqlRunStorage.get_run_records), "SqlRunStorage.fetchall/fetchone",
+          "take (query) and read the run records (overridden: read again when Postgres drops the connection)")
     init = inspect.getsource(DagsterPostgresStorage.__init__)
     guard(all(f"self.{name} =" in init for name in ("_run_storage", "_event_log_storage", "_schedule_storage")),
           "DagsterPostgresStorage.__init__", "builds _run_storage, _event_log_storage and _schedule_storage (ours swaps the event log)")

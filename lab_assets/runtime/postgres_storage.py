@@ -27,6 +27,8 @@ every process rides out a Postgres restart or failover:
   wrong password or database name fails at once (dagster-postgres retries those for ~11 s).
 - a process waits for Postgres before it checks its tables (when the storage is built), with the
   same patience: a run worker starting during a restart would fail there.
+- a run-storage read whose connection Postgres dropped mid-query is made once more
+  (`read_again_on_disconnect`): the queue daemon left a run STARTING, never launched, on one.
 - the webserver's pooled connections are checked before use (a dead one is replaced).
 """
 
@@ -35,8 +37,10 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
+from typing import TypeVar
 
 import sqlalchemy as db
 from dagster._core.storage.base_storage import DagsterStorage
@@ -69,6 +73,7 @@ RETRY_DELAYS = (0.2, 0.5, 1, 2)  # then every 4 s: back within 4 s of Postgres
 # Service) is waited out, so a mistyped host fails only after OUTAGE_SECONDS, naming the host.
 _NOT_SERVING = ("the database system is", "too many clients", "connection slots are reserved")
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _unavailable(exc: Exception) -> bool:
@@ -102,6 +107,21 @@ def patient_connection(engine: db.engine.Engine) -> Iterator[db.engine.Connectio
         conn.close()
 
 
+def read_again_on_disconnect(read: Callable[[], T]) -> T:
+    """A read whose connection Postgres dropped mid-query (a restart, a failover) is made once
+    more, on a new connection (`connect_patiently` waits for one). Only reads: a write may have
+    been applied before its connection dropped. Dagster's queue daemon marks a run STARTING and
+    reads it back before launching it; that read failing left the run STARTING and never
+    launched, until run monitoring's start timeout (20 min) failed it."""
+    try:
+        return read()
+    except db.exc.DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        log.warning("Postgres dropped the connection mid-read, reading again: %s", str(exc.orig).strip())
+        return read()
+
+
 class _PingedWebserverPool:
     """The webserver (`optimize_for_webserver`) holds pooled connections; dagster-postgres builds
     that pool without a liveness check, so after a Postgres restart the first query on each
@@ -116,6 +136,12 @@ class _PingedWebserverPool:
 class PatientPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
     def connect(self):
         return patient_connection(self._engine)
+
+    def fetchall(self, query):
+        return read_again_on_disconnect(partial(super().fetchall, query))
+
+    def fetchone(self, query):
+        return read_again_on_disconnect(partial(super().fetchone, query))
 
 
 class PatientPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):
