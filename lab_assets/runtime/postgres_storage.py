@@ -181,7 +181,8 @@ class LabPostgresStorage(DagsterPostgresStorage):
         self.postgres_url = postgres_url
         self.should_autocreate_tables = should_autocreate_tables
         self._inst_data = inst_data
-        # Each storage checks its tables when built, with dagster-postgres's short retry.
+        # Each storage checks its tables when built, with dagster-postgres's short retry: wait
+        # for Postgres here first.
         with patient_connection(create_pg_engine(postgres_url, token_provider, poolclass=db.pool.NullPool)):
             pass
         args = (postgres_url, should_autocreate_tables)
