@@ -198,6 +198,7 @@ def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server
     older, newer, row = replay_late_asset_row_update(write_instance(tmp_path / "upstream", {"storage": upstream}))
     assert row == older
 
+
 def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, database):
     """A query and a new instance's storage both wait for Postgres to come back; with
     dagster-postgres's own retry (~11 s) both fail. (A run worker starting during a restart used
@@ -486,8 +487,9 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     except subprocess.TimeoutExpired:  # say which runs were left unfinished, and what their processes printed
         submit.kill()
         _, err = submit.communicate()
-        states = sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in instance.get_runs())
-        left = {r.run_id: runs / f"dagster-run-{r.run_id}" for r in instance.get_runs() if not r.is_finished}
+        all_runs = instance.get_runs()
+        states = sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in all_runs)
+        left = {r.run_id: runs / f"dagster-run-{r.run_id}" for r in all_runs if not r.is_finished}
         logs = {run_id: ((folder / "exit_code").read_text() if (folder / "exit_code").exists() else "running",
                          (folder / "output.log").read_text(errors="replace")[-1500:] if (folder / "output.log").exists() else "")
                 for run_id, folder in left.items()}

@@ -350,7 +350,10 @@ def test_postgres_storage_hooks_keep_their_shape():
 
     from dagster._core.storage.base_storage import DagsterStorage
     from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
+    from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
     from dagster_postgres.event_log import PostgresEventLogStorage
+    from dagster_postgres.run_storage import PostgresRunStorage
+    from dagster_postgres.schedule_storage import PostgresScheduleStorage
     from dagster_postgres.storage import DagsterPostgresStorage
 
     symbol = "PostgresEventLogStorage._store_asset_event"
@@ -363,14 +366,9 @@ def test_postgres_storage_hooks_keep_their_shape():
           "ASSET_KEY_INDEX_COLS", "names the secondary index has_secondary_index(name) answers for")
     guard(params(PostgresEventLogStorage.optimize_for_webserver) == ["statement_timeout", "pool_recycle", "max_overflow"],
           "PostgresEventLogStorage.optimize_for_webserver", "takes (statement_timeout, pool_recycle, max_overflow) and builds self._engine")
-    from dagster_postgres.run_storage import PostgresRunStorage
-    from dagster_postgres.schedule_storage import PostgresScheduleStorage
-
     for method in (PostgresRunStorage.connect, PostgresScheduleStorage.connect, PostgresEventLogStorage._connect):
         guard("create_pg_connection(self._engine)" in inspect.getsource(method), method.__qualname__,
               "is every query's connection, create_pg_connection(self._engine) (overridden: waits out an outage)")
-    from dagster._core.storage.runs.sql_run_storage import SqlRunStorage
-
     guard(params(SqlRunStorage.fetchall) == ["query"] and params(SqlRunStorage.fetchone) == ["query"]
           and "self.fetchall(" in inspect.getsource(SqlRunStorage.get_run_records), "SqlRunStorage.fetchall/fetchone",
           "take (query) and read the run records (overridden: read again when Postgres drops the connection)")
