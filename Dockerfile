@@ -16,7 +16,10 @@ FROM python:3.11-slim
 
 ARG TORCH_INDEX_URL=""
 
+# PYTHONFAULTHANDLER: a process that dies of a native crash (torch, numba, BLAS) or is sent
+# SIGABRT while hung prints every thread's Python stack in the pod's log.
 ENV PYTHONUNBUFFERED=1 \
+    PYTHONFAULTHANDLER=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

@@ -179,6 +179,21 @@ def replay_late_asset_row_update(instance: dg.DagsterInstance) -> tuple[int, int
     return ids[0], ids[1], row
 
 
+def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launcher_and_start_timeout(tmp_path):
+    """`lab cluster up`'s instance: a run not started within 3 minutes is failed (and retried), not
+    after the 20 minutes a GPU pod may need; nothing else differs from the k8s file but the
+    Postgres address and the launcher."""
+    shipped = yaml.safe_load(cluster.K8S_INSTANCE.read_text())
+    config = cluster.instance_config(5433, "lab", str(tmp_path / "runs"))
+    assert config["run_monitoring"] == {**shipped["run_monitoring"], "start_timeout_seconds": 180, "poll_interval_seconds": 15}
+    assert shipped["run_monitoring"]["start_timeout_seconds"] == 1200  # the deployment's own stays
+    assert config["run_launcher"]["class"] == "ProcessRunLauncher"
+    assert config["run_launcher"]["config"]["local"]["runs_dir"] == str(tmp_path / "runs")
+    differs = {key for key in shipped if config[key] != shipped[key]}
+    assert differs == {"storage", "run_launcher", "run_monitoring"}
+    assert cluster.instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
+
+
 def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
     config = cluster.instance_config(postgres_server.port, database)
     ours = write_instance(tmp_path / "ours", {"storage": config["storage"]})
@@ -233,18 +248,22 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     assert outcomes == {"query": [], "new instance": []}, (outage, outcomes)
 
 
-def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, postgres_server, database):
-    """Postgres terminates the connection of the next run-storage query (as a restart does to a
-    query in flight); the read is made again and answers. (The queue daemon's read-back of a run
-    it had just marked STARTING failed this way and left the run never launched.)"""
+@pytest.mark.parametrize("statement", [
+    "runs.run_body",  # the run's record
+    "pg_catalog.pg_attribute",  # the runs table's columns, which get_run_records checks first
+])
+def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, postgres_server, database, statement):
+    """Postgres terminates the connection of a run-storage query (as a restart does to a query in
+    flight); the read is made again and answers. (The queue daemon's read-back of a run it had
+    just marked STARTING failed this way, at either query, and left the run never launched.)"""
     import sqlalchemy
 
     instance = write_instance(tmp_path, {"storage": cluster.instance_config(postgres_server.port, database)["storage"]})
     run = instance.create_run_for_job(dg.GraphDefinition("noop").to_job())  # any run
     terminated = []
 
-    def terminate_own_backend(conn, cursor, statement, *_):
-        if not terminated and "runs.run_body" in statement:  # the run's record
+    def terminate_own_backend(conn, cursor, sql, *_):
+        if not terminated and statement in sql:
             terminated.append(conn.connection.dbapi_connection.get_backend_pid())
             with postgres_server.connect() as admin, admin.cursor() as cur:
                 cur.execute("SELECT pg_terminate_backend(%s)", (terminated[0],))
@@ -455,6 +474,43 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
     assert [c["status"] for c in plan["cells"]] == ["fresh"]
 
 
+def unfinished_runs(instance: dg.DagsterInstance, runs_dir: Path) -> str:
+    """For a test that timed out waiting on the cluster: every run's state, and for each unfinished
+    one what its process did. A process still running is sent SIGABRT first, so that its output
+    ends with every thread's stack (the image sets PYTHONFAULTHANDLER): where it hangs."""
+    import signal
+    import time
+
+    all_runs = instance.get_runs()
+    lines = ["runs: " + repr(sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in all_runs))]
+    for run in (r for r in all_runs if not r.is_finished):
+        folder = runs_dir / f"dagster-run-{run.run_id}"
+        if not (folder / "pid").is_file():
+            lines.append(f"{run.run_id} ({run.status.value}): no process was launched")
+            continue
+        pid = int((folder / "pid").read_text())
+        if (folder / "exit_code").is_file():
+            state = f"exit code {(folder / 'exit_code').read_text()}"
+        elif alive(pid):
+            os.kill(pid, signal.SIGABRT)
+            time.sleep(3)
+            state = "still running: sent SIGABRT"
+        else:
+            state = "gone without an exit code"
+        output = (folder / "output.log").read_text(errors="replace")
+        lines.append(f"{run.run_id} ({run.status.value}): process {pid}, {state}; its output's end:\n{output[-6000:]}")
+    return "\n".join(lines)
+
+
+@contextmanager
+def unfinished_runs_said(instance: dg.DagsterInstance, runs_dir: Path):
+    """A `wait_for` on the cluster's runs that times out says what `unfinished_runs` finds."""
+    try:
+        yield
+    except AssertionError as timeout:
+        raise AssertionError(f"{timeout}\n{unfinished_runs(instance, runs_dir)}") from None
+
+
 @pytest.mark.slow
 def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, lab_cluster, monkeypatch):
     import subprocess
@@ -484,21 +540,14 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     instance = dg.DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
     try:
         submit.communicate(timeout=400)  # fails or not: what counts is what is recorded, and the re-run
-    except subprocess.TimeoutExpired:  # say which runs were left unfinished, and what their processes printed
+    except subprocess.TimeoutExpired:
         submit.kill()
         _, err = submit.communicate()
-        all_runs = instance.get_runs()
-        states = sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in all_runs)
-        left = {r.run_id: runs / f"dagster-run-{r.run_id}" for r in all_runs if not r.is_finished}
-        logs = {run_id: ((folder / "exit_code").read_text() if (folder / "exit_code").exists() else "running",
-                         (folder / "output.log").read_text(errors="replace")[-1500:] if (folder / "output.log").exists() else "")
-                for run_id, folder in left.items()}
-        pytest.fail(f"`lab sweep run --submit` still running 400 s after Postgres came back.\nruns: {states}\n"
-                    f"unfinished runs' processes (exit code, output): {logs}\nits stderr: {err[-2000:]}")
+        pytest.fail(f"`lab sweep run --submit` still running 400 s after Postgres came back.\n"
+                    f"{unfinished_runs(instance, runs)}\nits stderr: {err[-2000:]}")
 
-    unfinished = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-                  dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
-    wait_for(lambda: not instance.get_runs(dg.RunsFilter(statuses=unfinished)), 300, "every run to finish or fail")
+    with unfinished_runs_said(instance, runs):  # a lost run is failed after 180 s, then retried
+        wait_for(lambda: all(r.is_finished for r in instance.get_runs()), 400, "every run to finish or fail")
 
     # Nothing recorded that was not written: every recorded materialization's file exists.
     fs = s3fs.S3FileSystem()
@@ -595,7 +644,8 @@ def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_c
             runs = instance.get_runs(dg.RunsFilter(job_name="materialize_cells_with_data"))
             return all(r.is_finished for r in runs) and sum(r.tags.get("dagster/retry_number") == "2" for r in runs) == 4
 
-        wait_for(retries_exhausted, 400, "the failed cells' runs to be retried twice")
+        with unfinished_runs_said(instance, Path(state.folder) / "runs"):
+            wait_for(retries_exhausted, 400, "the failed cells' runs to be retried twice")
         cells = instance.get_runs(dg.RunsFilter(job_name="materialize_cells_with_data"))
         assert len(cells) == 12 and {r.status for r in cells} == {dg.DagsterRunStatus.FAILURE}
         for run in cells:

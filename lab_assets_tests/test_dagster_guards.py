@@ -372,6 +372,12 @@ def test_postgres_storage_hooks_keep_their_shape():
     guard(params(SqlRunStorage.fetchall) == ["query"] and params(SqlRunStorage.fetchone) == ["query"]
           and "self.fetchall(" in inspect.getsource(SqlRunStorage.get_run_records), "SqlRunStorage.fetchall/fetchone",
           "take (query) and read the run records (overridden: read again when Postgres drops the connection)")
+    checks = ("has_run_stats_index_cols", "has_bulk_actions_selector_cols", "has_backfill_id_column",
+              "has_bulk_action_job_name_column", "has_backfill_tags_table")
+    guard(all(params(getattr(SqlRunStorage, name)) == [] for name in checks)
+          and "self.has_run_stats_index_cols()" in inspect.getsource(SqlRunStorage.get_run_records),
+          "SqlRunStorage's schema checks", "take no arguments; get_run_records checks the runs table's columns first "
+          "(overridden: read again when Postgres drops the connection)")
     init = inspect.getsource(DagsterPostgresStorage.__init__)
     guard(all(f"self.{name} =" in init for name in ("_run_storage", "_event_log_storage", "_schedule_storage")),
           "DagsterPostgresStorage.__init__", "builds _run_storage, _event_log_storage and _schedule_storage (ours swaps the event log)")

@@ -703,6 +703,9 @@ def test_dockerfile_matches_the_deployment():
     assert "USER 1000:1000" in lines and "useradd --uid 1000" in dockerfile
     assert "pip install -c constraints.txt .;" in dockerfile
     assert f"DAGSTER_HOME={DAGSTER_HOME}" in dockerfile and f"LAB_HOME={LAB_HOME}" in dockerfile
+    # What the one-machine cluster's launcher gives every run process as the image's own settings.
+    from lab_assets.runtime.process_launcher import IMAGE_FIXED_ENV
+    assert all(f"{name}={value}" in dockerfile for name, value in IMAGE_FIXED_ENV.items())
     assert "EXPOSE 4000" in lines
     command = ["dagster", "api", "grpc", "-m", "lab_assets.defs.definitions", "-h", "0.0.0.0", "-p", "4000"]
     assert f"CMD {json.dumps(command)}" in lines

@@ -8,8 +8,10 @@
   that is k8s/base/workspace.yaml with the host and port of that code server.
 
 The instance is k8s/base/dagster.yaml with host names, ports and the database name overridden,
-and one difference: the run launcher is `lab_assets.runtime.process_launcher.ProcessRunLauncher`
-(dagster-k8s's K8sRunLauncher building each run's Job, a local process running its container).
+and two differences: the run launcher is `lab_assets.runtime.process_launcher.ProcessRunLauncher`
+(dagster-k8s's K8sRunLauncher building each run's Job, a local process running its container),
+and run monitoring fails a run that has not started within 3 minutes, not 20
+(`LOCAL_RUN_MONITORING`).
 Credentials come from the environment (DAGSTER_PG_PASSWORD, AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY; generated when unset) and are written only to `<folder>/env.sh` (mode
 0600), which a shell sources to use the cluster (`lab sweep run FILE --submit URL`).
@@ -44,6 +46,13 @@ BUCKET = "lab-assets"
 DB_USER = "dagster"
 CURRENT_IMAGE = "lab-assets:local"
 PG_TEMP_PREFIX = "lab-cluster-pg-"  # what the code server reports; the Jobs name it as their image
+
+
+# A run's process starts in seconds (no node to add, no image to pull), so a run not started
+# within 3 minutes is lost (its process died, or was never launched: the queue daemon leaves a
+# run it marked STARTING unlaunched if it fails before the launch); run monitoring fails it and
+# run retries start it again. The Kubernetes deployment's 20 minutes would stall a sweep that long.
+LOCAL_RUN_MONITORING = {"start_timeout_seconds": 180, "poll_interval_seconds": 15}
 
 
 class ClusterError(RuntimeError):
@@ -198,7 +207,8 @@ def instance_config(
     pg_host: str = "127.0.0.1",
 ) -> dict:
     """k8s/base/dagster.yaml with the Postgres host, port and database overridden; with
-    `runs_dir`, its K8sRunLauncher swapped for the per-process launcher (same config + `local`)."""
+    `runs_dir`, its K8sRunLauncher swapped for the per-process launcher (same config + `local`)
+    and run monitoring's timings for processes (`LOCAL_RUN_MONITORING`)."""
     config = yaml.safe_load(instance_file.read_text())
     storage = config["storage"]
     block = storage["custom"]["config"] if "custom" in storage else storage["postgres"]
@@ -216,6 +226,7 @@ def instance_config(
                 **{name: {var: var for var in SECRET_VARS.get(name, [])} for name in secret_names},
             },
         }
+        config["run_monitoring"].update(LOCAL_RUN_MONITORING)
     return config
 
 

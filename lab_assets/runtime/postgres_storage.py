@@ -137,11 +137,29 @@ class PatientPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
     def connect(self):
         return patient_connection(self._engine)
 
+    # Every read of the run storage: its queries (`fetchall`, `fetchone`) and the schema checks
+    # that `get_run_records` and the backfill reads make first (each inspects a table's columns
+    # on a connection of its own; a drop there left a run STARTING, never launched, as well).
     def fetchall(self, query):
         return read_again_on_disconnect(partial(super().fetchall, query))
 
     def fetchone(self, query):
         return read_again_on_disconnect(partial(super().fetchone, query))
+
+    def has_run_stats_index_cols(self) -> bool:
+        return read_again_on_disconnect(super().has_run_stats_index_cols)
+
+    def has_bulk_actions_selector_cols(self) -> bool:
+        return read_again_on_disconnect(super().has_bulk_actions_selector_cols)
+
+    def has_backfill_id_column(self) -> bool:
+        return read_again_on_disconnect(super().has_backfill_id_column)
+
+    def has_bulk_action_job_name_column(self) -> bool:
+        return read_again_on_disconnect(super().has_bulk_action_job_name_column)
+
+    def has_backfill_tags_table(self) -> bool:
+        return read_again_on_disconnect(super().has_backfill_tags_table)
 
 
 class PatientPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):

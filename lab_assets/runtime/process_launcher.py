@@ -49,7 +49,7 @@ from lab_assets.core.processes import alive
 
 # What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH).
 IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR")
-IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1"}
+IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
 # The machine's OpenBLAS kernel settings (OPENBLAS_CORETYPE, ...) where it sets any: OpenBLAS
 # otherwise picks its kernel by CPU detection, and another kernel sums in another order, so a
 # float metric would differ in its last bits from a run on this machine outside the cluster.
