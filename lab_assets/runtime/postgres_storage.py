@@ -133,6 +133,13 @@ class _PingedWebserverPool:
         self._engine.pool._pre_ping = True  # type: ignore[attr-defined]  # = create_engine(pool_pre_ping=True)
 
 
+def _read_again(method: Callable[..., T]) -> Callable[..., T]:
+    """`method` (a read of dagster-postgres's storage) through `read_again_on_disconnect`."""
+    def read(self, *args):
+        return read_again_on_disconnect(partial(method, self, *args))
+    return read
+
+
 class PatientPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
     def connect(self):
         return patient_connection(self._engine)
@@ -140,26 +147,13 @@ class PatientPostgresRunStorage(_PingedWebserverPool, PostgresRunStorage):
     # Every read of the run storage: its queries (`fetchall`, `fetchone`) and the schema checks
     # that `get_run_records` and the backfill reads make first (each inspects a table's columns
     # on a connection of its own; a drop there left a run STARTING, never launched, as well).
-    def fetchall(self, query):
-        return read_again_on_disconnect(partial(super().fetchall, query))
-
-    def fetchone(self, query):
-        return read_again_on_disconnect(partial(super().fetchone, query))
-
-    def has_run_stats_index_cols(self) -> bool:
-        return read_again_on_disconnect(super().has_run_stats_index_cols)
-
-    def has_bulk_actions_selector_cols(self) -> bool:
-        return read_again_on_disconnect(super().has_bulk_actions_selector_cols)
-
-    def has_backfill_id_column(self) -> bool:
-        return read_again_on_disconnect(super().has_backfill_id_column)
-
-    def has_bulk_action_job_name_column(self) -> bool:
-        return read_again_on_disconnect(super().has_bulk_action_job_name_column)
-
-    def has_backfill_tags_table(self) -> bool:
-        return read_again_on_disconnect(super().has_backfill_tags_table)
+    fetchall = _read_again(PostgresRunStorage.fetchall)
+    fetchone = _read_again(PostgresRunStorage.fetchone)
+    has_run_stats_index_cols = _read_again(PostgresRunStorage.has_run_stats_index_cols)
+    has_bulk_actions_selector_cols = _read_again(PostgresRunStorage.has_bulk_actions_selector_cols)
+    has_backfill_id_column = _read_again(PostgresRunStorage.has_backfill_id_column)
+    has_bulk_action_job_name_column = _read_again(PostgresRunStorage.has_bulk_action_job_name_column)
+    has_backfill_tags_table = _read_again(PostgresRunStorage.has_backfill_tags_table)
 
 
 class PatientPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStorage):
