@@ -36,15 +36,13 @@ def _load() -> None:
     # OpenMP"): the rank kernels run here first. Its workqueue layer survives a fork; with one
     # thread per process the counts are the same.
     os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401 - the report's figures
+    import matplotlib.backends.backend_agg  # noqa: F401 - what the report's figures are drawn with
     import numpy as np
     import wandb  # noqa: F401
     import wandb.sdk.launch  # noqa: F401
 
     import lab_assets.cli.main  # noqa: F401
+    import lab_assets.dr.figures  # noqa: F401
     import lab_assets.runner.local  # noqa: F401
     import lab_assets.runner.sweeps  # noqa: F401
     import lab_assets.runner.webserver  # noqa: F401

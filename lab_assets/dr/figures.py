@@ -4,36 +4,79 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
+from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # no pyplot: no global figure manager, no backend to select
 
 METRIC_AT_K = re.compile(r"^(?P<metric>[a-z_]+)@k=(?P<k>\d+)(?P<rest>(,.*)?)$")
+DPI = 110
 
 
-def _png(fig: plt.Figure) -> bytes:
+@dataclass(frozen=True)
+class Layout:
+    """A grid of equal panels with margins in inches, room for each panel's labels at the font
+    sizes used here. Fixed room, not a layout pass: `tight_layout` and `bbox_inches="tight"` each
+    measure every text on the figure, half of a report's drawing time (BENCHMARKS.md)."""
+
+    panel: tuple[float, float]  # width, height
+    left: float
+    right: float
+    bottom: float
+    top: float  # a title of up to two lines
+    wspace: float
+    hspace: float
+    title_chars: int  # a longer title is wrapped onto a second line
+    legend_chars: int = 32  # the legend sits inside a panel: longer entries are wrapped
+
+    def figure(self, rows: int, cols: int) -> tuple[Figure, np.ndarray]:
+        (w, h) = self.panel
+        width = self.left + self.right + cols * w + (cols - 1) * self.wspace
+        height = self.bottom + self.top + rows * h + (rows - 1) * self.hspace
+        fig = Figure(figsize=(width, height), dpi=DPI)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        fig.subplots_adjust(left=self.left / width, right=1 - self.right / width, bottom=self.bottom / height,
+                            top=1 - self.top / height, wspace=self.wspace / w, hspace=self.hspace / h)
+        return fig, axes
+
+    def title(self, text: str) -> str:
+        return textwrap.fill(text, self.title_chars, max_lines=2, placeholder="...")
+
+    def legend_entry(self, text: str) -> str:
+        return textwrap.fill(text, self.legend_chars, max_lines=3, placeholder="...")
+
+
+# Embeddings: no ticks; a title over the first row, a y label left of the first column.
+EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.3, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, title_chars=40)
+# Curves: y tick labels (0.9996 at 7 pt), an x label, a title on every panel.
+CURVES = Layout(panel=(3.2, 2.6), left=0.55, right=0.1, bottom=0.5, top=0.4, wspace=0.6, hspace=0.85, title_chars=52)
+
+
+def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    fig.savefig(buffer, format="png")
     return buffer.getvalue()
 
 
 def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
     """One panel per (data row, method column), in the order given; `panels[(data, method)]` is
     an embedding table."""
+    return _png(embeddings_figure(panels))
+
+
+def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
     rows = list(dict.fromkeys(d for d, _ in panels))
     cols = list(dict.fromkeys(m for _, m in panels))
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(2.4 * len(cols), 2.4 * len(rows)), squeeze=False)
+    fig, axes = EMBEDDINGS.figure(len(rows), len(cols))
     for i, d in enumerate(rows):
         for j, m in enumerate(cols):
             ax = axes[i][j]
             ax.set_xticks([])
             ax.set_yticks([])
             if i == 0:
-                ax.set_title(m, fontsize=8)
+                ax.set_title(EMBEDDINGS.title(m), fontsize=8)
             if j == 0:
                 ax.set_ylabel(d, fontsize=7)
             df = panels.get((d, m))
@@ -45,12 +88,16 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
                 ax.scatter(df["z0"], y, c=df["label"], s=2, cmap="Spectral", linewidths=0)
             else:
                 ax.scatter(df["z0"], y, s=2, linewidths=0)
-    return _png(fig)
+    return fig
 
 
 def metric_curves(table: pd.DataFrame) -> bytes:
     """Metric vs k, one panel per (metric, dataset), one line per method: mean over seeds with
     the min-max spread shaded."""
+    return _png(curves_figure(table))
+
+
+def curves_figure(table: pd.DataFrame) -> Figure:
     long = []
     for col in table.columns:
         m = METRIC_AT_K.match(col)
@@ -58,23 +105,22 @@ def metric_curves(table: pd.DataFrame) -> bytes:
             part = table[["dataset_label", "method_label", "seed", col]].rename(columns={col: "value", "method_label": "method"})
             long.append(part.assign(metric=m["metric"] + m["rest"], k=int(m["k"])))
     if not long:
-        fig = plt.figure(figsize=(4, 1))
+        fig = Figure(figsize=(4, 1), dpi=DPI)
         fig.text(0.5, 0.5, "no metric with a k parameter", ha="center")
-        return _png(fig)
+        return fig
     data = pd.concat(long).dropna(subset=["value"])
     metrics, datasets = list(dict.fromkeys(data["metric"])), list(dict.fromkeys(data["dataset_label"]))
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(3.2 * len(datasets), 2.6 * len(metrics)), squeeze=False)
+    fig, axes = CURVES.figure(len(metrics), len(datasets))
     for i, metric in enumerate(metrics):
         for j, ds in enumerate(datasets):
             ax = axes[i][j]
             sub = data[(data["metric"] == metric) & (data["dataset_label"] == ds)]
             for method, g in sub.groupby("method", sort=False):
                 s = g.groupby("k")["value"].agg(["mean", "min", "max"])
-                ax.plot(s.index, s["mean"], marker="o", ms=3, label=method)
+                ax.plot(s.index, s["mean"], marker="o", ms=3, label=CURVES.legend_entry(method))
                 ax.fill_between(s.index, s["min"], s["max"], alpha=0.2)
-            ax.set_title(f"{metric} | {ds}", fontsize=8)
+            ax.set_title(CURVES.title(f"{metric} | {ds}"), fontsize=8)
             ax.set_xlabel("k", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0][-1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    return _png(fig)
+    return fig
