@@ -5,9 +5,11 @@ phase, the cells phase, and after the last cell (metric table, report, shutdown)
 one method parameter edited and the sweep run again; its fixed cost is the wall time minus the
 new cells' own compute (their steps' `wall_seconds`) divided by the workers.
 
-    python benchmarks/small_sweep.py [--repeats 3] [--baseline DIR]
+    python benchmarks/small_sweep.py [--repeats 3] [--baseline DIR] [--service-only]
 `--baseline DIR`: also `lab sweep run` with another checkout's package (`git archive <commit>
-lab_assets | tar -x -C DIR`). Prints JSON; ratios are within this run.
+lab_assets | tar -x -C DIR`). `--service-only`: only the plain loop and the variant with the
+warm service already up (the edit-rerun loop's), for this code and the baseline alike. Prints
+JSON; ratios are within this run.
 """
 
 from __future__ import annotations
@@ -106,14 +108,24 @@ def _cold_then_warm(folder: Path, env: dict, file: str, home: Path, workers: int
     warm = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
     compute = cell_compute(home, started)
     out.update(warm_wall_s=warm.seconds, warm_new_cells_compute_s=compute,
-               warm_fixed_s=warm.seconds - compute / workers)
+               warm_fixed_s=warm.seconds - compute / workers, warm_report_s=report_seconds(home, started))
     return out
+
+
+def report_seconds(home: Path, since: float) -> float:
+    """How long the report's run took, of the runs started after `since`."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return sum(r.end_time - r.start_time for r in instance.get_run_records()
+                   if r.start_time > since and r.dagster_run.job_name == "materialize_report")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--baseline", type=Path)
+    p.add_argument("--service-only", action="store_true")
     args = p.parse_args()
     workers = len(os.sched_getaffinity(0))  # what `lab sweep run` uses by default
     out: dict = {"load_before": os.getloadavg()[0], "plain_s": [], "lab": [], "service_start": [], "service_running": [], "baseline": []}
@@ -121,20 +133,19 @@ def main() -> None:
         for _ in range(args.repeats):
             plain = measure.run([PY, str(ROOT / "benchmarks" / "plain_loop.py"), file], {**env, "PYTHONPATH": str(ROOT)}, folder)
             out["plain_s"].append(plain.seconds)
-            out["lab"].append(lab_run(ROOT, workers))
-            out["service_start"].append(lab_run(ROOT, workers, "start"))
+            if not args.service_only:
+                out["lab"].append(lab_run(ROOT, workers))
+                out["service_start"].append(lab_run(ROOT, workers, "start"))
             out["service_running"].append(lab_run(ROOT, workers, "running"))
             if args.baseline:
-                out["baseline"].append(lab_run(args.baseline, workers))
+                out["baseline"].append(lab_run(args.baseline, workers, "running" if args.service_only else None))
             print(json.dumps(out), file=sys.stderr, flush=True)
     plain = statistics.median(out["plain_s"])
-    out["ratio_lab_over_plain"] = statistics.median(r["wall_s"] for r in out["lab"]) / plain
-    out["warm_fixed_s"] = statistics.median(r["warm_fixed_s"] for r in out["lab"])
-    for kind in ("service_start", "service_running"):
-        out[f"ratio_{kind}_over_plain"] = statistics.median(r["wall_s"] for r in out[kind]) / plain
-        out[f"{kind}_warm_fixed_s"] = statistics.median(r["warm_fixed_s"] for r in out[kind])
-    if out["baseline"]:
-        out["ratio_baseline_over_plain"] = statistics.median(r["wall_s"] for r in out["baseline"]) / plain
+    for kind in ("lab", "service_start", "service_running", "baseline"):
+        if out[kind]:
+            out[f"ratio_{kind}_over_plain"] = statistics.median(r["wall_s"] for r in out[kind]) / plain
+            out[f"{kind}_warm_fixed_s"] = statistics.median(r["warm_fixed_s"] for r in out[kind])
+            out[f"{kind}_warm_report_s"] = statistics.median(r["warm_report_s"] for r in out[kind])
     out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out))
 
