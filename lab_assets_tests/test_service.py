@@ -2,6 +2,7 @@
 without it, in the folder and environment it was typed in; Ctrl-C, exit codes and errors reach
 the terminal as they would; a service serves one environment and ends on `lab service stop`."""
 
+import fcntl
 import os
 import shutil
 import signal
@@ -23,9 +24,14 @@ SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n
 
 
 @pytest.fixture
-def services(monkeypatch):
+def services(monkeypatch, request):
     """A private service folder (short: a socket's path is limited to 107 bytes), every service
-    in it stopped after the test; LAB_SERVICE=1."""
+    in it stopped after the test; LAB_SERVICE=1. A test marked `edits_package` changes a package
+    source, which ends every service on the machine: it holds a lock the other tests share, so
+    that under `pytest -n` no other test's service ends mid-test."""
+    lock = open(Path(tempfile.gettempdir()) / "lab-assets-tests-package-edit.lock", "a")  # noqa: SIM115 - held to the end
+    fcntl.flock(lock, fcntl.LOCK_EX if request.node.get_closest_marker("edits_package") else fcntl.LOCK_SH)
+    request.addfinalizer(lock.close)
     runtime = Path(tempfile.mkdtemp(prefix="ls-", dir="/tmp"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("LAB_SERVICE", "1")
@@ -255,6 +261,7 @@ def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
         service.folder()
 
 
+@pytest.mark.edits_package
 def test_a_service_whose_code_changed_ends_and_the_next_command_starts_a_new_one(tmp_path, services):
     project = _project(tmp_path, "p")
     assert _lab("service", "start", cwd=project).returncode == 0
