@@ -48,8 +48,8 @@ class Layout:
         return textwrap.fill(text, self.legend_chars, max_lines=3, placeholder="...")
 
 
-# Embeddings: no ticks; a title over the first row, a y label left of the first column.
-EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.3, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, title_chars=40)
+# Embeddings: no ticks; a title over the first row, a y label (up to two lines) left of the first column.
+EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.4, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, title_chars=40)
 # Curves: y tick labels (0.9996 at 7 pt), an x label, a title on every panel.
 CURVES = Layout(panel=(3.2, 2.6), left=0.55, right=0.1, bottom=0.5, top=0.4, wspace=0.6, hspace=0.85, title_chars=52)
 
@@ -78,7 +78,7 @@ def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
             if i == 0:
                 ax.set_title(EMBEDDINGS.title(m), fontsize=8)
             if j == 0:
-                ax.set_ylabel(d, fontsize=7)
+                ax.set_ylabel(EMBEDDINGS.title(d), fontsize=7)
             df = panels.get((d, m))
             if df is None:
                 ax.text(0.5, 0.5, "missing", ha="center", va="center", transform=ax.transAxes)
