@@ -517,12 +517,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the program (not a caller that goes on): no final collections
-        from lab_assets.core.fast_exit import skip_final_collections
+    if argv is None:  # the program, not a caller that goes on: it ends without the teardown
+        from lab_assets.core import fast_exit
 
-        skip_final_collections()
+        fast_exit.end_without_teardown()
+        return fast_exit.exiting(_command(sys.argv[1:]))
+    return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    args.argv = sys.argv[1:] if argv is None else argv  # what the warm service is handed
+    args.argv = argv  # what the warm service is handed
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT

@@ -1,25 +1,49 @@
-"""A process that has loaded Dagster, pandas, scikit-learn and their kind ends slowly: the
-interpreter's final garbage collections walk every object those libraries built (0.3-0.6 s for
-`lab`; 5-7 s for two sweep workers shutting down on a loaded 2-core machine: BENCHMARKS.md,
-issue #15). Frozen objects are skipped by those collections; the memory goes back to the
-operating system with the process either way."""
+"""How a `lab` process ends once its work is done: every exit handler runs and the output is
+flushed, as in any exit; then the process ends at once, without the interpreter's teardown.
+
+That teardown does nothing a finished command needs, and it costs or hurts:
+- its final garbage collections walk every object Dagster, pandas and scikit-learn built:
+  0.3-0.6 s for `lab`, 5-7 s for two sweep workers shutting down on a loaded 2-core machine
+  (BENCHMARKS.md, issue #15);
+- native libraries end their thread pools there. One whose thread is still ending aborts the
+  process after the command's output was complete ("terminate called without an active
+  exception", exit -6: 5 of 100 runs of a script that reads a Parquet file with pandas and
+  exits), and DuckDB (nanobind) prints "leaked instances".
+Memory, files and sockets go back to the operating system with the process either way. The warm
+service's commands end the same way (cli/service_server.py).
+"""
 
 import atexit
-import gc
+import os
 import sys
 
-# nanobind extensions print every instance of theirs still alive at shutdown as a leak
-# ("nanobind: leaked 27 instances!" after `lab query`): where one is loaded, collect as usual.
-NANOBIND_MODULES = ("duckdb",)
+_status: int | None = None
 
 
-def _freeze() -> None:
-    if not any(m in sys.modules for m in NANOBIND_MODULES):
-        gc.freeze()
+def end_without_teardown(status: int | None = None) -> None:
+    """At exit, once the exit handlers registered after this call have run (so: call it first
+    thing), end with `status`, or with the one the program gave `exiting`. Without either (an
+    exception escaped the program), the interpreter's usual exit and its status."""
+    global _status
+    _status = status
+    atexit.register(_end)
 
 
-def skip_final_collections() -> None:
-    """At exit (after the program's own exit handlers registered before this one), freeze every
-    object instead of collecting them. Only for processes that end after this: a frozen object
-    is never collected."""
-    atexit.register(_freeze)
+def exiting(status: int) -> int:
+    """The program's exit status, for `end_without_teardown`; returned as is."""
+    global _status
+    _status = status
+    return status
+
+
+def _end() -> None:
+    if _status is None:
+        return
+    if "logging" in sys.modules:  # its exit handler is registered at its import, maybe before ours
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that left, a closed stream: nothing more to say
+            pass
+    os._exit(_status)

@@ -15,7 +15,7 @@ import os
 import signal
 from concurrent.futures import ProcessPoolExecutor
 
-from lab_assets.core.fast_exit import skip_final_collections
+from lab_assets.core.fast_exit import end_without_teardown
 from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.runner import preload
 
@@ -40,7 +40,9 @@ def _sigint(signum, frame) -> None:
 
 def _init() -> None:
     signal.signal(signal.SIGINT, _sigint)
-    skip_final_collections()  # the pool's shutdown waits for every worker to end
+    # The pool's shutdown waits for every worker to end. Status 0: the executor never reads it
+    # (a worker lost mid-run is told by its missing result).
+    end_without_teardown(0)
     preload.warm()
 
 

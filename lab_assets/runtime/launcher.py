@@ -27,7 +27,7 @@ from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLa
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
-from lab_assets.core.fast_exit import skip_final_collections
+from lab_assets.core.fast_exit import end_without_teardown
 from lab_assets.core.fingerprint import package_sources as code_fingerprint
 from lab_assets.core.threads import SINGLE_THREADED
 
@@ -36,7 +36,7 @@ WORKER_PID_TAG = keys.tag("worker_pid")
 
 def _worker_init(env: dict[str, str]) -> None:
     os.environ.update(env)
-    skip_final_collections()  # retiring a worker waits for it to end
+    end_without_teardown(0)  # retiring a worker waits for it to end; its status is never read
 
 
 def _execute(run_id: str) -> None:

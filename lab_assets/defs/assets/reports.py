@@ -6,7 +6,6 @@ writes the table as Parquet/CSV/Markdown plus the figures, under `<lab home>/rep
 """
 
 import base64
-import io
 from datetime import timedelta
 
 import dagster as dg
@@ -147,7 +146,7 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         files = report_files(sweep)
         # Replaced as a whole or not at all: figures and tables never of two versions.
         paths = storage.replace_folder(report_dir(sweep.name), files)
-    table = pd.read_parquet(io.BytesIO(files["metrics.parquet"]))
+    table = storage.parquet_table(files["metrics.parquet"]).to_pandas()
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
     fingerprints = {paths[name]: of_bytes(data) for name, data in files.items()}
     return dg.MaterializeResult(

@@ -11,6 +11,7 @@ import pandas as pd
 
 from lab_assets.core.registry import Shape
 from lab_assets.dr.datasets import DATASETS, Raw
+from lab_assets.core import storage
 from lab_assets.core.settings import resolve_path
 
 FORMATS = (".csv", ".parquet", ".npy")
@@ -43,7 +44,7 @@ def _read_table(path: str) -> pd.DataFrame:
         if array.ndim != 2:
             raise ValueError(f"file dataset {path!r}: expected a 2-d array, got shape {array.shape}")
         return pd.DataFrame(array, columns=[str(i) for i in range(array.shape[1])])
-    return pd.read_csv(p) if suffix == ".csv" else pd.read_parquet(p)
+    return pd.read_csv(p) if suffix == ".csv" else storage.parquet_table(p).to_pandas()
 
 
 def _problems(table: pd.DataFrame, path: str, label_column: str | None) -> dict[str, str]:
