@@ -68,6 +68,7 @@ def show_markdown(page, entry: str):
     page.wait_for_timeout(1000)  # the dialog fades in: a screenshot earlier catches it half drawn
 
 
+@pytest.mark.slow
 def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, browser, tmp_path):
     shots = screenshots_dir(tmp_path)
     tracked = {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")}

@@ -60,6 +60,7 @@ def test_output_piped_into_a_reader_that_stops_early(lab):
     assert proc.wait(timeout=120) == 1 and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_plan_run_plan_report_in_parallel(lab):
     before = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert before["counts"] == {"missing": 4, "stale": 0, "damaged": 0, "fresh": 0}
@@ -118,6 +119,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_killed_run_leaves_no_torn_file_and_resumes(lab, tmp_path):
     """SIGKILL in the middle of a write (the second cell's embedding, half written): no final
     path holds a torn file, the finished cell stays as it was, and the re-run computes only the

@@ -371,6 +371,7 @@ def storage_key(asset: str, partition: str) -> str:
     return "/".join(["lab/assets", asset, *dirs, last + ".parquet"])
 
 
+@pytest.mark.slow
 def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
     # The embedded default (SQLite, local files), as the reference.
     embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)

@@ -35,6 +35,7 @@ def _materializations(asset: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_sweep_compute_each_cell_once(lab):
     (lab / "sweeps" / "slow.yaml").write_text(SLOW)
     command = [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--json", "--workers", "2"]
@@ -142,6 +143,7 @@ BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill
 CELL_ASSETS = ("raw_dataset", "dataset", "embedding", "metrics")
 
 
+@pytest.mark.slow
 def test_a_ui_backfill_in_flight_and_a_sweep_run_compute_each_cell_once(lab):
     """A backfill of a sweep's cells launched the UI's way (`launchPartitionBackfill` through
     `lab ui`: the run queue, the daemon, warm workers; runs of Dagster's implicit asset job) is in

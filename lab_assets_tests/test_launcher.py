@@ -7,8 +7,10 @@ import os
 import signal
 
 import dagster as dg
+import pytest
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
+
 from lab_assets.runtime import launcher as launcher_module
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
@@ -95,6 +97,7 @@ def test_edited_code_retires_warm_workers(monkeypatch):
         launcher.dispose()
 
 
+@pytest.mark.slow
 def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
     """The UI's path end to end on the project's own instance settings (run queue, warm workers,
     `lab ui`'s daemon): every asset of the sweep in one launchPartitionBackfill."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import dagster as dg
+import pytest
 
 from lab_assets.defs.jobs import CELLS, job_name
 from lab_assets_tests.conftest import REPO
@@ -44,6 +45,7 @@ def answered_from_saved(folder) -> None:
     assert out["materialized"]["cells"] == 0 and out["fresh"]["cells"] == out["before"]["fresh"] == 4
 
 
+@pytest.mark.slow
 def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
     shutil.copytree(REPO / "lab_assets", lab / "pkg" / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
     assert run(lab)["materialized"]["cells"] == 4
@@ -77,6 +79,7 @@ def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
     answered_from_saved(lab)
 
 
+@pytest.mark.slow
 def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab):
     """A `file` dataset's version digests the file's content, which no fingerprint covers."""
     rows = "\n".join(f"{i},{i * i % 7},{i % 5}" for i in range(40))

@@ -172,6 +172,7 @@ def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
     assert not out.stdout
 
 
+@pytest.mark.slow
 def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab):
     pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
     path = lab / "sweeps" / "tiny.yaml"

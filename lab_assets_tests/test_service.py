@@ -74,6 +74,7 @@ def _table(project: Path) -> pd.DataFrame:
     return table.sort_values(list(table.columns[:3])).reset_index(drop=True)[list(table.columns[:3]) + metrics]
 
 
+@pytest.mark.slow
 def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_would(tmp_path, services):
     a, b, plain = (_project(tmp_path, n) for n in ("a", "b", "plain"))
     first = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=a)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import dagster as dg
+import pytest
 import torch
 
 from lab_assets.defs.study_loop import KIND_TAG
@@ -60,6 +61,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_factory, monkeypatch):
     env = _project(lab, os.environ.copy())
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

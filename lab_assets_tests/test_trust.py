@@ -60,6 +60,7 @@ def _wait(predicate, timeout: float) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
     (lab / "sweeps" / "slow.yaml").write_text(
         "name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"

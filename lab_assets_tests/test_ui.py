@@ -6,6 +6,8 @@ import shutil
 import subprocess
 
 import dagster as dg
+import pytest
+
 from lab_assets.core import keys
 from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
@@ -21,6 +23,7 @@ STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
   ... on PartitionBackfill { status } } }"""
 
 
+@pytest.mark.slow
 def test_ui_serves_partitions_and_materializes_one(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     run_sweep(sweep, workers=1)
@@ -57,6 +60,7 @@ def test_ui_serves_partitions_and_materializes_one(lab):
         assert sum(r.asset_materialization.partition == cell for r in records) == 2  # sweep run + UI
 
 
+@pytest.mark.slow
 def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("pca: {}", "pca: {resources: {gpu: 1, memory: 2Gi}}"))

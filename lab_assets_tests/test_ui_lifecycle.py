@@ -77,6 +77,7 @@ def test_sigterm_to_lab_ui_alone_stops_webserver_and_daemon(lab):
         _cleanup(proc)
 
 
+@pytest.mark.slow
 def test_a_dead_daemon_stops_the_webserver_and_lab_ui_says_so(lab):
     proc, port, roles = _start(lab)
     try:
