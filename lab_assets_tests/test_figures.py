@@ -65,7 +65,7 @@ def test_the_embeddings_grid_fits_the_figure_without_overlap(datasets, methods):
 
 
 def test_a_long_title_is_wrapped_onto_two_lines_at_most():
-    title = figures.CURVES.title(f"knn_preservation | {LONG_DATA} {LONG_DATA}")
+    title = figures.CURVES.label(f"knn_preservation | {LONG_DATA} {LONG_DATA}")
     assert 1 < len(title.splitlines()) <= 2 and title.endswith("...")
 
 

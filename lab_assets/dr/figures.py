@@ -28,7 +28,7 @@ class Layout:
     top: float  # a title of up to two lines
     wspace: float
     hspace: float
-    title_chars: int  # a longer title is wrapped onto a second line
+    label_chars: int  # a longer label (a panel's title, a row's y label) is wrapped onto a second line
     legend_chars: int = 32  # the legend sits inside a panel: longer entries are wrapped
 
     def figure(self, rows: int, cols: int) -> tuple[Figure, np.ndarray]:
@@ -41,17 +41,17 @@ class Layout:
                             top=1 - self.top / height, wspace=self.wspace / w, hspace=self.hspace / h)
         return fig, axes
 
-    def title(self, text: str) -> str:
-        return textwrap.fill(text, self.title_chars, max_lines=2, placeholder="...")
+    def label(self, text: str) -> str:
+        return textwrap.fill(text, self.label_chars, max_lines=2, placeholder="...")
 
     def legend_entry(self, text: str) -> str:
         return textwrap.fill(text, self.legend_chars, max_lines=3, placeholder="...")
 
 
 # Embeddings: no ticks; a title over the first row, a y label (up to two lines) left of the first column.
-EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.4, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, title_chars=40)
+EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.4, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, label_chars=40)
 # Curves: y tick labels (0.9996 at 7 pt), an x label, a title on every panel.
-CURVES = Layout(panel=(3.2, 2.6), left=0.55, right=0.1, bottom=0.5, top=0.4, wspace=0.6, hspace=0.85, title_chars=52)
+CURVES = Layout(panel=(3.2, 2.6), left=0.55, right=0.1, bottom=0.5, top=0.4, wspace=0.6, hspace=0.85, label_chars=52)
 
 
 def _png(fig: Figure) -> bytes:
@@ -76,9 +76,9 @@ def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
             ax.set_xticks([])
             ax.set_yticks([])
             if i == 0:
-                ax.set_title(EMBEDDINGS.title(m), fontsize=8)
+                ax.set_title(EMBEDDINGS.label(m), fontsize=8)
             if j == 0:
-                ax.set_ylabel(EMBEDDINGS.title(d), fontsize=7)
+                ax.set_ylabel(EMBEDDINGS.label(d), fontsize=7)
             df = panels.get((d, m))
             if df is None:
                 ax.text(0.5, 0.5, "missing", ha="center", va="center", transform=ax.transAxes)
@@ -119,7 +119,7 @@ def curves_figure(table: pd.DataFrame) -> Figure:
                 s = g.groupby("k")["value"].agg(["mean", "min", "max"])
                 ax.plot(s.index, s["mean"], marker="o", ms=3, label=CURVES.legend_entry(method))
                 ax.fill_between(s.index, s["min"], s["max"], alpha=0.2)
-            ax.set_title(CURVES.title(f"{metric} | {ds}"), fontsize=8)
+            ax.set_title(CURVES.label(f"{metric} | {ds}"), fontsize=8)
             ax.set_xlabel("k", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0][-1].legend(fontsize=7, loc="best")
