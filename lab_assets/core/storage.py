@@ -248,19 +248,25 @@ def write_parquet(path: str, df: pd.DataFrame, metadata: dict[str, Any] | None =
 def parquet_table(source: bytes | str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
     """A Parquet file (its bytes, or a local path) as a table: the one Parquet reader here.
 
-    pyarrow's ParquetFile, never pandas' reader, which scans through pyarrow's dataset API: that
-    scanner's threads can still be winding down when a short process exits, and the process then
-    aborts after its work and output were complete ("terminate called without an active
-    exception", exit -6; 5 of 100 runs of a script that reads one small file with
-    `pd.read_parquet` and exits, 0 of 300 with this reader)."""
+    Read in the calling thread, never on Arrow's thread pools: a pool thread still ending when a
+    short process exits aborts it after its work and output were complete ("terminate called
+    without an active exception", exit -6). pandas' reader (pyarrow's dataset scanner) did so in
+    5 of 100 runs of a script that reads one small file and exits; `ParquetFile` on the pools in
+    1 of 60 in CI. Our files are small: the pools gave them nothing. `lab` and the workers also
+    end without that teardown (`fast_exit`); Dagster's own processes do not."""
     reader = pa.BufferReader(source) if isinstance(source, bytes) else os.fspath(source)
-    return pq.ParquetFile(reader).read(columns=columns, use_pandas_metadata=True)
+    return pq.ParquetFile(reader).read(columns=columns, use_threads=False, use_pandas_metadata=True)
+
+
+def parquet_frame(source: bytes | str | os.PathLike[str], columns: list[str] | None = None) -> pd.DataFrame:
+    """`parquet_table` as a DataFrame, converted in the calling thread too."""
+    return parquet_table(source, columns).to_pandas(use_threads=False)
 
 
 def read_parquet(path: str, columns: list[str] | None = None) -> pd.DataFrame:
     data = read_bytes(path)
     try:
-        return parquet_table(data, columns).to_pandas()
+        return parquet_frame(data, columns)
     except (pa.ArrowException, OSError):  # pyarrow's message names a '<Buffer>', never the file
         raise _damaged(path, data) from None
 
@@ -275,7 +281,7 @@ def read_parquets(paths: list[str]) -> pd.DataFrame:
             tables.append(parquet_table(data).replace_schema_metadata(None))
         except (pa.ArrowException, OSError):
             raise _damaged(path, data) from None
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    return pa.concat_tables(tables, promote_options="permissive").to_pandas(use_threads=False)
 
 
 def _damaged(path: str, data: bytes) -> DamagedFileError:

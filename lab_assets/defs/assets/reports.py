@@ -146,7 +146,7 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         files = report_files(sweep)
         # Replaced as a whole or not at all: figures and tables never of two versions.
         paths = storage.replace_folder(report_dir(sweep.name), files)
-    table = storage.parquet_table(files["metrics.parquet"]).to_pandas()
+    table = storage.parquet_frame(files["metrics.parquet"])
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
     fingerprints = {paths[name]: of_bytes(data) for name, data in files.items()}
     return dg.MaterializeResult(

@@ -44,7 +44,7 @@ def _read_table(path: str) -> pd.DataFrame:
         if array.ndim != 2:
             raise ValueError(f"file dataset {path!r}: expected a 2-d array, got shape {array.shape}")
         return pd.DataFrame(array, columns=[str(i) for i in range(array.shape[1])])
-    return pd.read_csv(p) if suffix == ".csv" else storage.parquet_table(p).to_pandas()
+    return pd.read_csv(p) if suffix == ".csv" else storage.parquet_frame(p)
 
 
 def _problems(table: pd.DataFrame, path: str, label_column: str | None) -> dict[str, str]:
