@@ -59,7 +59,8 @@ out = {"wall_s": statistics.median(walls), "cpu_s": (cpu() - before) / len(walls
 # Dagster's floor: the cell run's shape (steps, asset keys, deps, blocking checks), empty bodies.
 import dagster as dg
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
-from lab_assets.defs.assets.experiments import metrics, model_and_embedding
+from lab_assets.defs.assets.experiments import model_and_embedding
+from lab_assets.defs.assets.metrics import metrics
 from lab_assets.runtime.instance import get_instance
 
 floor_cell = dg.DynamicPartitionsDefinition(name="floor_cell")

@@ -5,7 +5,8 @@ import os
 import dagster as dg
 
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
-from lab_assets.defs.assets.experiments import metrics, model_and_embedding
+from lab_assets.defs.assets.experiments import model_and_embedding
+from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.specs import SPECS
 from lab_assets.defs.assets.sweeps import sweep

@@ -9,7 +9,8 @@ import dagster as dg
 
 from lab_assets.defs import partitions
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
-from lab_assets.defs.assets.experiments import metrics, model_and_embedding
+from lab_assets.defs.assets.experiments import model_and_embedding
+from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import corpus, gpt_model

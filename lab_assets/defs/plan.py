@@ -22,6 +22,7 @@ from lab_assets.core import keys
 from lab_assets.dr import keystore
 from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
+from lab_assets.defs.assets.metrics import stored_versions
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.staleness import FRESH, MISSING, STALE, Status
 from lab_assets.runtime.status_cache import CachedStatusReader
@@ -36,6 +37,9 @@ class CellPlan:
     method: str
     status: str
     reason: str = ""
+    # The cell's assets to recompute, with why: {"metrics": "new column lid@k=10"} alone when its
+    # embedding is fresh, so its run is the metrics step alone (defs/work.py).
+    assets: dict[str, str] = field(default_factory=dict)
 
     @property
     def partition(self) -> str:
@@ -83,6 +87,21 @@ def _intact(status: Status, damage: dict, *partitions) -> Status:
     return Status(DAMAGED, str(found[0])) if status.status == FRESH and found else status
 
 
+def _embedding_first(why: str) -> dict[str, str]:
+    return {"embedding": why, "metrics": "reads the embedding"}
+
+
+def _metrics_status(r: CachedStatusReader, cell: str, columns: dict[str, str], damage: dict) -> Status:
+    """A cell's `metrics` once its embedding is fresh: stale when its suite is not the observed
+    one (seen before `register` observes it) or Dagster says so. For a suite change the reason
+    names the columns, against what the cell's stored row was computed with."""
+    status = r.status("metrics", cell)
+    moved = r.observed("metric_spec", cell) != specs.suite_version(columns)
+    if status.status != MISSING and (moved or "metric_spec" in status.reason):
+        status = Status(STALE, specs.suite_changes(columns, stored_versions(cell)))
+    return _intact(status, damage, ("metrics", cell))
+
+
 def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False, cache: Path | None = None) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
     Datasets are partitioned by cell (defs/partitions.py): a data key's status is the worst of its
@@ -94,8 +113,8 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     damage = {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify, r.files, r.latest)}
     known = set(instance.get_dynamic_partitions("cell"))
 
-    others = [s for s in keystore.sweeps() if s.name != sweep.name]
-    metrics_drift = r.observed("metric_spec") != specs.metric_suite_version([*others, sweep])
+    # A cell's metric suite is the union over the registered sweeps containing it, this one as planned.
+    suites = specs.cell_suites([*(s for s in keystore.sweeps() if s.name != sweep.name), sweep])
     data_versions = {d.key: specs.data_version(d) for d in sweep.data}
     method_versions = {m.key: specs.method_version(m) for m in sweep.methods}
 
@@ -105,7 +124,7 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
         key = keys.cell_key(d, m)
         if key not in known:
             data_status[d, m] = status = Status(MISSING, "new partition key")
-            cells.append(CellPlan(d, m, status.status, status.reason))
+            cells.append(CellPlan(d, m, status.status, status.reason, _embedding_first(status.reason)))
             continue
         if r.observed("data_spec", key) != data_versions[d]:
             data_status[d, m] = Status(STALE, "dataset code, libraries or input file changed")
@@ -115,14 +134,19 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
         ds = data_status[d, m]
         if ds.status != FRESH:
             status = Status(ds.status, f"dataset {ds.status}")
-        elif r.observed("method_spec", key) != method_versions[m]:
-            status = Status(STALE, "method code, libraries or parameters changed")
+            cells.append(CellPlan(d, m, status.status, status.reason, _embedding_first(status.reason)))
+            continue
+        if r.observed("method_spec", key) != method_versions[m]:
+            embedding = Status(STALE, "method code, libraries or parameters changed")
         else:
-            status = _worst(r.status("embedding", key), r.status("metrics", key))
-            if status.status == FRESH and metrics_drift:
-                status = Status(STALE, "metric suite changed")
-            status = _intact(status, damage, *((a, str(key)) for a in integrity.CELL_ASSETS))
-        cells.append(CellPlan(d, m, status.status, status.reason))
+            embedding = _intact(r.status("embedding", key), damage, ("model", key), ("embedding", key))
+        if embedding.status != FRESH:
+            why = f"embedding: {embedding.reason or embedding.status}"
+            cells.append(CellPlan(d, m, embedding.status, why, _embedding_first(embedding.reason or embedding.status)))
+            continue
+        metrics = _metrics_status(r, key, suites[key], damage)
+        why = f"metrics: {metrics.reason}" if metrics.status != FRESH else ""
+        cells.append(CellPlan(d, m, metrics.status, why, {"metrics": metrics.reason} if why else {}))
 
     by_data: dict[str, list[Status]] = {}
     for (dk, _), s in data_status.items():
@@ -132,6 +156,8 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
         report = Status(MISSING, "new sweep")
     elif any(c.status != FRESH for c in cells):
         report = Status(STALE, "cells pending")
+    elif r.observed("sweep_spec", sweep.name) != specs.sweep_version(sweep):
+        report = Status(STALE, "the sweep's cells, labels or metric columns changed")
     else:
         report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
         report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))

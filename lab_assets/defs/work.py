@@ -104,7 +104,11 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     )
 
     def cell_run(c) -> Run:
-        assets = ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics")
+        # A cell whose embedding is fresh runs its metrics step alone: nothing upstream is recomputed.
+        if set(c.assets) == {"metrics"}:
+            assets = ("metrics",)
+        else:
+            assets = ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics")
         if (c.data, c.method) in new_data:
             return Run(CELLS_WITH_DATA, c.partition, resources[c.method], DATA_ASSETS + assets)
         return Run(CELLS, c.partition, resources[c.method], assets, needs=(DATASETS, c.partition))

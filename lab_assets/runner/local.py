@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
 from dataclasses import replace
 
-from dagster import DagsterRunStatus
+from dagster import AssetKey, DagsterRunStatus
 
 from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
@@ -81,6 +81,8 @@ def _execute(run: Run, tags: dict[str, str]) -> Outcome:
     start = time.perf_counter()
     result = definitions().resolve_job_def(job_name(run.job)).execute_in_process(
         instance=get_instance(), partition_key=run.partition, run_config=QUIET,
+        # Exactly the run's assets: a cell whose embedding is fresh runs its metrics step alone.
+        asset_selection=[AssetKey(a) for a in run.assets] or None,
         tags={**tags, **run.tags, inflight.OWNER_TAG: owner()}, raise_on_error=False,
     )
     failures = [e for e in result.all_events if e.is_step_failure]

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
-from lab_assets.defs.jobs import DATA_STEPS, PARTS, WHAT
+from lab_assets.core.keys import parse_cell_key
+from lab_assets.defs.jobs import DATA_STEPS, DATASETS, PARTS, WHAT
 from lab_assets.defs.plan import SweepPlan
 from lab_assets.defs.work import Run, Work
 
@@ -94,6 +95,9 @@ class Result:
         return not self.failed and not self.skipped
 
     def count(self, job: str, status: str = MATERIALIZED) -> int:
+        """Runs of a kind; datasets by data key (a data key's cells each record its one file)."""
+        if job == DATASETS:
+            return len({parse_cell_key(o.partition)[0] if "|" in o.partition else o.partition for o in self.of(status, job)})
         return len(self.of(status, job))
 
 

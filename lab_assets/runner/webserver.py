@@ -80,7 +80,8 @@ class Webserver:
     def _launch(self, run: Run, tags: dict[str, str]) -> str:
         what = f"launching {run.job} {name(run.partition)}".rstrip()
         tags = {**tags, **run.tags, **partition_tags(run.job, run.partition)}
-        return self._call(what, self.client.submit_job_execution, job_name(run.job), tags=tags)
+        return self._call(what, self.client.submit_job_execution, job_name(run.job), tags=tags,
+                          asset_selection=list(run.assets) or None)
 
     def _other(self, r: Run, tags: dict[str, str]) -> str | None:
         """Another command's run of `r` to wait for instead (defs/inflight.py)."""

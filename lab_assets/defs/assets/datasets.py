@@ -18,7 +18,7 @@ from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
-from lab_assets.defs.assets.specs import data_spec
+from lab_assets.defs.assets.specs import data_spec, data_version
 from lab_assets.dr.datasets import DATASETS, Raw
 from lab_assets.defs.partitions import CELL
 
@@ -78,10 +78,29 @@ def raw_frame(raw: Raw, key: str) -> pd.DataFrame:
     return df
 
 
+def generated_by(config) -> str:
+    """What a data key's files are a function of: its dataset's version (code, libraries,
+    parameters, a user file's content), its seed, and this module."""
+    return f"{data_version(config)}|{CODE_VERSION}"
+
+
+def stored(path: str, spec: str) -> pd.DataFrame | None:
+    """The data key's file, if another cell's run already wrote it from the same `spec` (a data
+    key's cells share one file): recorded again, not generated again. None: generate it."""
+    try:
+        if storage.parquet_provenance(path).get("generated_by") != spec:
+            return None
+        return storage.read_parquet(path)
+    except storage.UnreadableFileError:  # missing or damaged: generate it
+        return None
+
+
 def _materialize(
-    df: pd.DataFrame, asset: str, key: str, prov: dict, timing: lineage.Timing, checks=(), **extra
+    df: pd.DataFrame, asset: str, key: str, prov: dict, timing: lineage.Timing, checks=(), reused=False, **extra
 ) -> dg.MaterializeResult:
-    path = storage.write_parquet(storage.asset_path(asset, key), df, prov)
+    # A reused file stays as it is: the same bytes for every cell of the data key.
+    path = storage.asset_path(asset, key) if reused else storage.write_parquet(storage.asset_path(asset, key), df, prov)
+    extra["reused"] = "the file another cell of this data key wrote (same data version)" if reused else "no: generated"
     return dg.MaterializeResult(
         metadata=materialization_metadata(prov, timing, len(df), path, **extra),
         data_version=content_version(df),
@@ -100,12 +119,16 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     key = data_key(context)
     config = keystore.data_config(key)
     entry = DATASETS[config.dataset]
+    spec = generated_by(config)
     with lineage.timed() as t:
-        df = raw_frame(entry(rng(config.seed, GENERATE_STREAM), **config.params), key)
+        df = stored(storage.asset_path("raw_dataset", key), spec)
+        reused = df is not None
+        if not reused:
+            df = raw_frame(entry(rng(config.seed, GENERATE_STREAM), **config.params), key)
     prov = lineage.provenance(
         {"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION, entry.packages
     )
-    return _materialize(df, "raw_dataset", key, prov, t, n_features=df.shape[1] - 2)
+    return _materialize(df, "raw_dataset", key, {**prov, "generated_by": spec}, t, reused=reused, n_features=df.shape[1] - 2)
 
 
 @dg.asset(
@@ -120,14 +143,18 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The intermediate: raw rows plus the seeded train/test split, schema in the metadata."""
     key = data_key(context)
     config = keystore.data_config(key)
+    spec = generated_by(config)
     with lineage.timed() as t:
-        df = integrity.read_parquet(storage.asset_path("raw_dataset", key))
+        df = stored(storage.asset_path("dataset", key), spec)
+        reused = df is not None
+        if not reused:
+            df = integrity.read_parquet(storage.asset_path("raw_dataset", key))
+            n_test = int(round(TEST_FRACTION * len(df)))
+            split = np.full(len(df), "train", dtype=object)
+            split[rng(config.seed, SPLIT_STREAM).permutation(len(df))[:n_test]] = "test"
+            df.insert(1, "split", split)
         raw_rows = len(df)
-        n_test = int(round(TEST_FRACTION * len(df)))
-        split = np.full(len(df), "train", dtype=object)
-        split[rng(config.seed, SPLIT_STREAM).permutation(len(df))[:n_test]] = "test"
-        df.insert(1, "split", split)
-    prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION)
+    prov = {**lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION), "generated_by": spec}
     counts = df["split"].value_counts()
     quirks = data_quirks(df)
     for what, value in quirks.items():
@@ -140,6 +167,7 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         prov,
         t,
         checks=checks.check_dataset(df, raw_rows),
+        reused=reused,
         schema=dg.TableSchema(columns=[dg.TableColumn(c, str(df[c].dtype)) for c in df.columns]),
         n_features=df.shape[1] - 3,
         label_kind=label_kind(df["label"]),

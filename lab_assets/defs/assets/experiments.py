@@ -1,11 +1,10 @@
-"""embedding -> metrics: one (data, method) cell each, reading the cell's dataset partition
-(the same `cell` key: defs/partitions.py).
+"""model -> embedding: one (data, method) cell each, reading the cell's dataset partition (the
+same `cell` key: defs/partitions.py). The cell's metrics: defs/assets/metrics.py.
 """
 
 import base64
 import hashlib
 import warnings
-from dataclasses import asdict
 
 import dagster as dg
 import numpy as np
@@ -14,12 +13,11 @@ import pandas as pd
 from lab_assets.defs import checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import keys, lineage, storage, tracking
-from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
-from lab_assets.defs.assets.specs import data_version, method_spec, method_version, metric_spec
+from lab_assets.core import keys, lineage, storage
+from lab_assets.defs.assets.datasets import content_version, dataset, features
+from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.dr.methods import METHODS
-from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import readable_labels
 from lab_assets.defs.partitions import CELL
 
@@ -37,7 +35,7 @@ class BadEmbeddingError(ValueError):
     """A method returned something that is not a finite (n, n_components) array."""
 
 
-def _cell(context: dg.AssetExecutionContext) -> tuple[str, str, str]:
+def cell_of(context: dg.AssetExecutionContext) -> tuple[str, str, str]:
     data, method = keys.parse_cell_key(context.partition_key)
     return data, method, keys.cell_key(data, method)
 
@@ -81,7 +79,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     """Fit the cell's method (training and storing a model where it has one), then embed every
     row. One step: fitting and embedding share the fitted estimator in memory."""
     inflight.claim(context)
-    data_key, method_key, cell = _cell(context)
+    data_key, method_key, cell = cell_of(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = METHODS[method.method]
     table = integrity.read_parquet(storage.asset_path("dataset", data_key))
@@ -177,75 +175,4 @@ def _model_result(estimator, cell: str, prov: dict, t: lineage.Timing) -> dg.Mat
             loss_curve=dg.MetadataValue.json([round(v, 6) for v in estimator.losses]),
         ),
         data_version=dg.DataVersion(hashlib.sha256(weights).hexdigest()[:16]),
-    )
-
-
-@dg.asset(
-    partitions_def=CELL,
-    deps=["embedding", dataset, metric_spec],
-    group_name=GROUP,
-    code_version=CODE_VERSION,
-    kinds={"parquet"},
-    check_specs=checks.specs("metrics", checks.METRIC_CHECKS),
-)
-def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """One row per cell: every metric the cell's sweeps ask for, at every k, from one shared
-    kNN search of the data and one of the embedding."""
-    data_key, method_key, cell = _cell(context)
-    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
-    cell_sweeps = keystore.sweeps_containing(data_key, method_key)
-    suite = keystore.metric_suite(cell_sweeps)
-    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
-    X = features(table)
-    labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
-    emb = integrity.read_parquet(storage.asset_path("embedding", cell))
-    recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
-    k_max = max((m.params.get("k", 0) for m in suite), default=0)
-    values: dict[str, float] = {}
-    not_applicable: dict[str, str] = {}
-    sampled: dict[str, dict] = {}  # quadratic metrics computed on a seeded sample: of what
-    from lab_assets.dr.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
-
-    with lineage.timed() as t:
-        neighborhoods = Neighborhoods(
-            X, embedding_coordinates(emb), k_max, labels=labels, seed=data.seed,
-            split=table["split"].to_numpy(), reconstruction=recon,
-        )
-        for m in suite:
-            neighborhoods.sampled = None
-            try:
-                values[m.column] = float(METRICS[m.metric](neighborhoods, **m.params))
-            except NotApplicable as reason:  # recorded as null, with why: not a failure
-                values[m.column], not_applicable[m.column] = float("nan"), str(reason)
-            if neighborhoods.sampled:
-                sampled[m.column] = neighborhoods.sampled
-    sha, dirty = lineage.git_state()
-    row = {
-        "partition": cell,
-        "data": data_key,
-        "method": method_key,
-        "dataset": data.dataset,
-        "method_name": method.method,
-        "seed": data.seed,
-        "n": len(X),
-        "git_sha": sha,
-        "git_dirty": dirty,
-        **values,
-    }
-    df = pd.DataFrame([row])
-    prov = lineage.provenance({"metrics": [m.column for m in suite]}, data.seed, CODE_VERSION)
-    path = storage.write_parquet(storage.asset_path("metrics", cell), df, prov)
-    sweeps = sorted(s.name for s in cell_sweeps)
-    run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
-    wandb = tracking.track_cell(cell, sweeps, run_config, values)
-    if "wandb_error" in wandb:
-        context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
-    return dg.MaterializeResult(
-        metadata=materialization_metadata(
-            prov, t, 1, path, label=cell_label(data, method, cell_sweeps), **{f"metric/{c}": v for c, v in values.items()},
-            not_applicable=dg.MetadataValue.json(not_applicable),
-            subsampled=dg.MetadataValue.json(sampled), **wandb,
-        ),
-        data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
-        check_results=checks.check_metrics(suite, values, not_applicable),
     )

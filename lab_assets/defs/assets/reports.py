@@ -17,7 +17,8 @@ from lab_assets.core import keys, lineage, storage
 from lab_assets.core.integrity import of_bytes
 from lab_assets.defs import inflight, integrity
 from lab_assets.defs.assets.datasets import content_version
-from lab_assets.defs.assets.experiments import metrics
+from lab_assets.defs.assets.metrics import metrics
+from lab_assets.defs.assets.specs import sweep_spec
 from lab_assets.defs.partitions import SWEEP
 from lab_assets.core.registry import source_file
 from lab_assets.dr.sweep import Sweep
@@ -131,7 +132,9 @@ def _inline_png(title: str, png: bytes) -> dg.MetadataValue:
 
 @dg.asset(
     partitions_def=SWEEP,
-    deps=[metric_table, dg.AssetDep("embedding", partition_mapping=dg.AllPartitionMapping())],
+    # sweep_spec: what the report shows besides the table (its cells, labels and columns), so a
+    # metric taken out of the sweep re-renders the report without recomputing any cell.
+    deps=[metric_table, sweep_spec, dg.AssetDep("embedding", partition_mapping=dg.AllPartitionMapping())],
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet", "csv", "markdown", "png"},

@@ -3,26 +3,35 @@
 Dagster's code versions are per asset, not per partition. To make an edited method stale only
 its own cells, each cell's method identity (its module's source, its library versions and its
 parameters) is the *data version* of that cell's `method_spec` partition; the same holds for
-its dataset (`data_spec`, plus the content hash of a user's file) and for the metric suite.
-Both specs are partitioned by `cell` like everything they feed (defs/partitions.py). Observing these
+its dataset (`data_spec`, plus the content hash of a user's file) and for its metric suite
+(`metric_spec`: the columns the cell's sweeps ask for, each with its metric's code version).
+The three specs are partitioned by `cell` like everything they feed (defs/partitions.py), and
+`sweep_spec` by sweep (what a report shows: its cells, labels and columns). Observing these
 sources (`lab sweep run` does, as does "Observe sources" in the UI) records the new versions,
-and Dagster's own staleness then marks exactly the downstream cells that depend on them.
+and Dagster's own staleness then marks exactly the downstream partitions that depend on them.
 """
+
+from __future__ import annotations
+
+from functools import lru_cache
 
 import dagster as dg
 
+from lab_assets.core import keys
+from lab_assets.core.lineage import module_version
+from lab_assets.core.registry import digest, source_file
+from lab_assets.defs.partitions import CELL, SWEEP
 from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
-from lab_assets.core.lineage import module_version
 from lab_assets.dr.metrics import METRICS
-from lab_assets.core import keys
-from lab_assets.defs.partitions import CELL
-from lab_assets.core.registry import digest, source_file
-from lab_assets.dr.sweep import DataConfig, MethodConfig, Sweep
-from lab_assets.runtime.data_versions import last_data_versions, observe, observe_if_changed
+from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
+from lab_assets.runtime.data_versions import last_data_versions, observe
 
 GROUP = "specs"
+# Code every metric column is computed with besides its own module: the metrics step, the shared
+# kNN searches and ranks, and the ranks' numba kernels. Found without importing them.
+SHARED_METRIC_CODE = ("lab_assets.defs.assets.metrics", "lab_assets.dr.metrics.neighbors", "lab_assets.dr.rank_kernels")
 
 
 def data_version(c: DataConfig) -> str:
@@ -33,20 +42,60 @@ def method_version(c: MethodConfig) -> str:
     return METHODS[c.method].version(c.params)
 
 
-def metric_suite_version(sweeps: list[Sweep]) -> str:
-    # One version for the suite of every registered sweep: conservative (a sweep that adds a
-    # metric makes every cell's metrics stale, which is cheap to recompute), never misses one.
-    suite = sorted({m.column: m.metric for s in sweeps for m in s.metrics}.items())
-    code = {name: METRICS[name].code_version for _, name in suite}
-    # Shared by every kNN metric: the searches and ranks, and the ranks' numba kernels.
-    code["neighbors"] = module_version(*map(source_file, ["lab_assets.dr.metrics.neighbors", "lab_assets.dr.rank_kernels"]))
-    return digest({"suite": suite, "code": code}, length=16)
+@lru_cache(maxsize=1)
+def _shared_metric_code() -> str:
+    return module_version(*map(source_file, SHARED_METRIC_CODE))
+
+
+def column_version(metric: str) -> str:
+    """The code a metric's columns are computed with: its entry (module, `sources=`, packages)
+    and the shared code. A column is recomputed when this changes, and only then (or when the
+    embedding or dataset it reads changed)."""
+    return digest({"metric": METRICS[metric].code_version, "shared": _shared_metric_code()}, length=12)
+
+
+def column_versions(suite: list[MetricConfig]) -> dict[str, str]:
+    """{column: code version} of a cell's metric suite."""
+    return {m.column: column_version(m.metric) for m in suite}
+
+
+def suite_version(columns: dict[str, str]) -> str:
+    return digest(columns, length=16)
+
+
+def suite_changes(columns: dict[str, str], recorded: dict[str, str]) -> str:
+    """How a cell's suite differs from the {column: code version} its stored row was computed
+    with, in words: `new column: lid@k=10; code changed: trustworthiness@k=10`."""
+    if not recorded:
+        return "metric suite changed (the stored row records no column versions)"
+    new = [c for c in columns if c not in recorded]
+    changed = [c for c in columns if c in recorded and recorded[c] != columns[c]]
+    removed = [c for c in recorded if c not in columns]
+    parts = [f"{what}: {', '.join(cs)}" for what, cs in
+             (("new column", new), ("code changed", changed), ("column removed", removed)) if cs]
+    return "; ".join(parts) or "metric suite changed"
+
+
+def sweep_version(s: Sweep) -> str:
+    """What a sweep's report shows besides the metric table: its cells in order, their labels and
+    its metric columns."""
+    return digest({"cells": s.cells, "labels": s.labels, "metrics": [m.column for m in s.metrics]}, length=16)
 
 
 def registered_cells() -> list[tuple[str, str, str]]:
     """(cell key, data key, method key) of every cell a registered sweep declares."""
     pairs = dict.fromkeys(c for s in keystore.sweeps() for c in s.cells)
     return [(keys.cell_key(d, m), d, m) for d, m in pairs]
+
+
+def cell_suites(sweeps: list[Sweep]) -> dict[str, dict[str, str]]:
+    """{cell key: {column: code version}}: a cell's suite is the union over the sweeps containing it."""
+    suites: dict[str, dict[str, str]] = {}
+    for s in sweeps:
+        columns = column_versions(s.metrics)
+        for d, m in s.cells:
+            suites.setdefault(keys.cell_key(d, m), {}).update(columns)
+    return {cell: dict(sorted(c.items())) for cell, c in suites.items()}
 
 
 @dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
@@ -61,40 +110,54 @@ def method_spec() -> dg.DataVersionsByPartition:
     return dg.DataVersionsByPartition({c: method_version(keystore.method_config(m)) for c, _, m in registered_cells()})
 
 
-@dg.observable_source_asset(group_name=GROUP)
-def metric_spec() -> dg.DataVersion:
-    """Identity of the metric suite: metric code and the metrics every sweep asks for."""
-    return dg.DataVersion(metric_suite_version(keystore.sweeps()))
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
+def metric_spec() -> dg.DataVersionsByPartition:
+    """Identity of each cell's metric suite: the columns its sweeps ask for, each with the code
+    version of its metric (its module plus the shared kNN code)."""
+    return dg.DataVersionsByPartition({c: suite_version(cols) for c, cols in cell_suites(keystore.sweeps()).items()})
 
 
-SPECS = [data_spec, method_spec, metric_spec]
+@dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP)
+def sweep_spec() -> dg.DataVersionsByPartition:
+    """Identity of each sweep's report: its cells in order, their labels and its metric columns."""
+    return dg.DataVersionsByPartition({s.name: sweep_version(s) for s in keystore.sweeps()})
 
 
-def current_versions() -> dict[tuple[str, str | None], str]:
-    """(spec asset, partition) -> current version, for every registered cell."""
-    sweeps = keystore.sweeps()
-    versions: dict[tuple[str, str | None], str] = {("metric_spec", None): metric_suite_version(sweeps)}
+SPECS = [data_spec, method_spec, metric_spec, sweep_spec]
+
+
+def current_versions(sweeps: list[Sweep]) -> dict[tuple[str, str], str]:
+    """(spec asset, partition) -> current version, for every cell and sweep of `sweeps`."""
+    versions: dict[tuple[str, str], str] = {("sweep_spec", s.name): sweep_version(s) for s in sweeps}
     data = {d.key: data_version(d) for s in sweeps for d in s.data}
     methods = {m.key: method_version(m) for s in sweeps for m in s.methods}
     for s in sweeps:
         for d, m in s.cells:
             cell = keys.cell_key(d, m)
             versions[("data_spec", cell)], versions[("method_spec", cell)] = data[d], methods[m]
+    for cell, columns in cell_suites(sweeps).items():
+        versions[("metric_spec", cell)] = suite_version(columns)
     return versions
+
+
+def _columns_metadata(columns: dict[str, str]):
+    return lambda: {"columns": dg.MetadataValue.json(columns)}
 
 
 def record_observations(instance: dg.DagsterInstance) -> int:
     """Record the current version of every spec whose last observation differs, without a run:
     the same AssetObservation (data version tag) the UI's "Observe" writes, at a fraction of
-    the cost of three observation runs. Returns how many were recorded."""
-    versions = current_versions()
-    # The partitioned specs' last versions in bulk: one query per partition was ~1 ms a cell.
-    observed = {asset: last_data_versions(instance, asset) for asset in {a for a, p in versions if p is not None}}
+    the cost of observation runs. Returns how many were recorded."""
+    sweeps = keystore.sweeps()
+    versions = current_versions(sweeps)
+    suites = cell_suites(sweeps)
+    # Every partition's last version in bulk: one query per partition was ~1 ms a cell.
+    observed = {asset: last_data_versions(instance, asset) for asset in {a for a, _ in versions}}
     recorded = 0
     for (asset, partition), version in versions.items():
-        if partition is None:
-            recorded += observe_if_changed(instance, asset, version)
-        elif observed[asset].get(partition) != version:
-            observe(instance, asset, version, partition)
+        if observed[asset].get(partition) != version:
+            # The metric suite's columns show with its observation in the UI.
+            columns = suites.get(partition) if asset == "metric_spec" else None
+            observe(instance, asset, version, partition, _columns_metadata(columns) if columns else None)
             recorded += 1
     return recorded

@@ -1,0 +1,141 @@
+"""metrics: one row per cell, every column its sweeps ask for, reusing the columns that nothing
+they depend on has changed since.
+
+A column depends on its metric's code version (`specs.column_version`: its module, plus this
+step and the shared kNN code) and on the embedding and dataset it is computed from. Each row's
+file records, per column, that code version and a digest of the two inputs' contents; the next
+materialization of the cell carries a column over from that file when both are the same, and
+computes only the rest (a new column, an edited metric, a changed embedding). A value computed
+by other code or from other inputs is never carried.
+"""
+
+
+from dataclasses import asdict
+
+import dagster as dg
+import pandas as pd
+
+from lab_assets.core import lineage, storage, tracking
+from lab_assets.core.registry import digest
+from lab_assets.defs import checks, integrity
+from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
+from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
+from lab_assets.defs.assets.specs import column_versions, metric_spec
+from lab_assets.defs.metadata import materialization_metadata
+from lab_assets.defs.partitions import CELL
+from lab_assets.dr import keystore
+from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.sweep import MetricConfig
+
+CODE_VERSION = lineage.module_version(__file__)
+COMPUTED, CARRIED = "computed", "carried"
+
+
+def previous_columns(cell: str) -> dict[str, dict]:
+    """{column: {value, version, inputs, ...}} of the cell's stored row ({} if there is none, or
+    it cannot be read: then every column is computed)."""
+    path = storage.asset_path("metrics", cell)
+    try:
+        row = storage.read_parquet(path)
+        recorded = storage.parquet_provenance(path).get("columns", {})
+    except storage.UnreadableFileError:
+        return {}
+    if len(row) != 1:
+        return {}
+    return {c: {**r, "value": float(row[c].iloc[0])} for c, r in recorded.items() if c in row.columns}
+
+
+def stored_versions(cell: str) -> dict[str, str]:
+    """{column: code version} the cell's stored row was computed with (what `lab sweep plan`
+    compares a changed suite with)."""
+    return {c: r.get("version", "") for c, r in previous_columns(cell).items()}
+
+
+def compute_columns(suite: list[MetricConfig], table: pd.DataFrame, emb: pd.DataFrame, seed: int) -> dict[str, dict]:
+    """{column: {value, not_applicable?, sampled?}} of `suite`, from one shared kNN search of the
+    data and one of the embedding at the largest k asked for."""
+    from lab_assets.dr.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
+
+    labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
+    recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
+    k_max = max((m.params.get("k", 0) for m in suite), default=0)
+    neighborhoods = Neighborhoods(
+        features(table), embedding_coordinates(emb), k_max, labels=labels, seed=seed,
+        split=table["split"].to_numpy(), reconstruction=recon,
+    )
+    out: dict[str, dict] = {}
+    for m in suite:
+        neighborhoods.sampled = None
+        try:
+            out[m.column] = {"value": float(METRICS[m.metric](neighborhoods, **m.params))}
+        except NotApplicable as reason:  # recorded as null, with why: not a failure
+            out[m.column] = {"value": float("nan"), "not_applicable": str(reason)}
+        if neighborhoods.sampled:  # a quadratic metric computed on a seeded sample: of what
+            out[m.column]["sampled"] = neighborhoods.sampled
+    return out
+
+
+@dg.asset(
+    partitions_def=CELL,
+    deps=["embedding", dataset, metric_spec],
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    kinds={"parquet"},
+    check_specs=checks.specs("metrics", checks.METRIC_CHECKS),
+)
+def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """One row per cell: every metric the cell's sweeps ask for, at every k. Columns whose code
+    and inputs are unchanged are carried over from the cell's previous row; the rest come from
+    one shared kNN search of the data and one of the embedding."""
+    data_key, method_key, cell = cell_of(context)
+    data, method = keystore.data_config(data_key), keystore.method_config(method_key)
+    cell_sweeps = keystore.sweeps_containing(data_key, method_key)
+    suite = keystore.metric_suite(cell_sweeps)
+    versions = column_versions(suite)
+    table = integrity.read_parquet(storage.asset_path("dataset", data_key))
+    emb = integrity.read_parquet(storage.asset_path("embedding", cell))
+    inputs = digest({"dataset": content_version(table).value, "embedding": content_version(emb).value}, length=16)
+    previous = previous_columns(cell)
+    carried = {
+        m.column: previous[m.column] for m in suite
+        if m.column in previous and previous[m.column].get("version") == versions[m.column]
+        and previous[m.column].get("inputs") == inputs
+    }
+    todo = [m for m in suite if m.column not in carried]
+    with lineage.timed() as t:
+        computed = compute_columns(todo, table, emb, data.seed) if todo else {}
+    columns = {m.column: {**(carried.get(m.column) or computed[m.column]), "version": versions[m.column], "inputs": inputs}
+               for m in suite}
+    values = {c: r["value"] for c, r in columns.items()}
+    not_applicable = {c: r["not_applicable"] for c, r in columns.items() if "not_applicable" in r}
+    sampled = {c: r["sampled"] for c, r in columns.items() if "sampled" in r}
+    sha, dirty = lineage.git_state()
+    row = {
+        "partition": cell, "data": data_key, "method": method_key, "dataset": data.dataset,
+        "method_name": method.method, "seed": data.seed, "n": len(table), "git_sha": sha, "git_dirty": dirty,
+        **values,
+    }
+    df = pd.DataFrame([row])
+    prov = lineage.provenance({"metrics": list(values)}, data.seed, CODE_VERSION)
+    # What the next materialization compares (`previous_columns`): the value itself is in the row.
+    recorded = {c: {k: v for k, v in r.items() if k != "value"} for c, r in columns.items()}
+    path = storage.write_parquet(storage.asset_path("metrics", cell), df, {**prov, "columns": recorded})
+    sweeps = sorted(s.name for s in cell_sweeps)
+    run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
+    wandb = tracking.track_cell(cell, sweeps, run_config, values)
+    if "wandb_error" in wandb:
+        context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
+    how = {c: {"status": CARRIED if c in carried else COMPUTED, "code_version": versions[c]} for c in columns}
+    return dg.MaterializeResult(
+        metadata=materialization_metadata(
+            prov, t, 1, path, label=cell_label(data, method, cell_sweeps), **{f"metric/{c}": v for c, v in values.items()},
+            not_applicable=dg.MetadataValue.json(not_applicable),
+            subsampled=dg.MetadataValue.json(sampled),
+            columns=dg.MetadataValue.json(how),
+            computed_columns=len(columns) - len(carried),
+            carried_columns=len(carried),
+            **wandb,
+        ),
+        data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
+        check_results=checks.check_metrics(suite, values, not_applicable),
+    )
