@@ -50,7 +50,7 @@ def test_parsing_a_sweep_and_loading_definitions_import_no_heavy_library():
 def test_asset_graph_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table",
+    assert keys == {"data_spec", "method_spec", "metric_spec", "sweep_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table",
                     "report", "sweep", "corpus", "gpt_model", "study_ledger"}
 
     def parents(asset):
@@ -60,13 +60,15 @@ def test_asset_graph_and_partitions():
     assert parents("model") == {"dataset", "method_spec"}
     assert parents("embedding") == {"model", "dataset", "method_spec"}
     assert parents("metrics") == {"embedding", "dataset", "metric_spec"}
-    assert parents("report") == {"metric_table", "embedding"}
+    assert parents("report") == {"metric_table", "sweep_spec", "embedding"}
 
     # One `cell` dimension for everything a cell reads or writes, specs included: identity edges,
     # which Dagster's webserver and daemon see as the code does (defs/partitions.py).
-    for asset in ("data_spec", "method_spec", "raw_dataset", "dataset", "model", "embedding", "metrics"):
+    for asset in ("data_spec", "method_spec", "metric_spec", "raw_dataset", "dataset", "model", "embedding", "metrics"):
         assert graph.get(dg.AssetKey(asset)).partitions_def == dg.DynamicPartitionsDefinition(name="cell"), asset
     assert graph.get(dg.AssetKey("metric_table")).partitions_def is None
+    for asset in ("sweep_spec", "report"):
+        assert graph.get(dg.AssetKey(asset)).partitions_def == dg.DynamicPartitionsDefinition(name="sweep"), asset
     trial = graph.get(dg.AssetKey("gpt_model")).partitions_def
     assert [d.name for d in trial.partitions_defs] == ["corpus", "trial"]
     assert parents("gpt_model") == {"corpus"}

@@ -85,9 +85,9 @@ def test_a_truncated_or_deleted_artifact_is_damaged_named_and_recomputed_alone(f
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
     assert summary["before"]["damaged"] == 3
-    # The dataset (one partition per cell that reads it: two), rebuilt with the same content,
-    # leaves its intact cell fresh: exactly the two damaged cells are recomputed.
-    assert summary["materialized"] == {"datasets": 2, "cells": 2, "metric_table": 1, "report": 1}
+    # The dataset (one data key; a partition per cell that reads it), rebuilt with the same
+    # content, leaves its intact cell fresh: exactly the two damaged cells are recomputed.
+    assert summary["materialized"] == {"datasets": 1, "cells": 2, "metric_table": 1, "report": 1}
     assert summary["fresh"]["cells"] == 2
     pd.testing.assert_frame_equal(pd.read_parquet(embedding), original)
     assert lab_cli("verify", "sweeps/tiny.yaml", cwd=lab).returncode == 0

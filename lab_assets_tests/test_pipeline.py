@@ -70,8 +70,20 @@ def test_tiny_sweep_end_to_end(lab):
     result = run_sweep(sweep, workers=1)
     elapsed = time.perf_counter() - started
     assert not result.failed and not result.skipped
-    # A dataset is partitioned by cell: each cell's dataset partition is one run.
-    assert result.count("datasets") == 4 and result.count("cells") == 4
+    # A dataset is partitioned by cell, and counted by data key: 2 datasets for 4 cells, each
+    # generated once (its other cell's partition records the same file and data version).
+    assert result.count("datasets") == 2 and result.count("cells") == 4
+    inst = get_instance()
+    for asset in ("raw_dataset", "dataset"):
+        records = inst.fetch_materializations(dg.AssetKey(asset), limit=10).records
+        assert len(records) == 4
+        reused = [r.asset_materialization.metadata["reused"].value.startswith("the file") for r in records]
+        assert sorted(reused) == [False, False, True, True], asset
+        versions = {}
+        for r in records:
+            data = keys.parse_cell_key(r.asset_materialization.partition)[0]
+            versions.setdefault(data, set()).add(r.asset_materialization.tags["dagster/data_version"])
+        assert all(len(v) == 1 for v in versions.values()), versions
 
     inst = get_instance()
     cells = {keys.cell_key(d, m) for d, m in sweep.cells}

@@ -290,7 +290,11 @@ def _damaged(path: str, data: bytes) -> DamagedFileError:
 
 def parquet_provenance(path: str) -> dict[str, Any]:
     """The provenance JSON written with the table (empty if none)."""
-    meta = pq.read_schema(io.BytesIO(read_bytes(path))).metadata or {}
+    data = read_bytes(path)
+    try:
+        meta = pq.read_schema(io.BytesIO(data)).metadata or {}
+    except (pa.ArrowException, OSError):
+        raise _damaged(path, data) from None
     return json.loads(meta.get(b"lab_assets", b"{}"))
 
 
