@@ -17,7 +17,7 @@ import pandas as pd
 
 from lab_assets.core import lineage, storage, tracking
 from lab_assets.core.registry import digest
-from lab_assets.defs import checks, integrity
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
 from lab_assets.defs.assets.specs import column_versions, metric_spec
@@ -87,6 +87,8 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """One row per cell: every metric the cell's sweeps ask for, at every k. Columns whose code
     and inputs are unchanged are carried over from the cell's previous row; the rest come from
     one shared kNN search of the data and one of the embedding."""
+    if dg.AssetKey("embedding") not in (context.run.asset_selection or ()):
+        inflight.claim(context)  # the run's first step: a metrics-only run (defs/work.py)
     data_key, method_key, cell = cell_of(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     cell_sweeps = keystore.sweeps_containing(data_key, method_key)
