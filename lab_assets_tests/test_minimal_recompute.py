@@ -12,10 +12,20 @@ import shutil
 import subprocess
 import sys
 
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
+import pytest
 
-from lab_assets_tests.conftest import REPO
+from lab_assets.core import keys
+from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runtime.instance import get_instance
+from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
+
+BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
 
 SWEEP_A = """
 name: a
@@ -89,8 +99,6 @@ def rows(folder) -> dict[str, dict]:
 
 def columns_meta() -> dict[str, dict]:
     """{cell: {column: {status, code_version}}} of each cell's latest `metrics` materialization."""
-    from lab_assets.runtime.instance import get_instance
-
     get_instance.cache_clear()
     latest: dict[str, dict] = {}
     for r in get_instance().fetch_materializations(dg.AssetKey("metrics"), limit=1000).records:  # newest first
@@ -163,15 +171,24 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     assert meta[b_cell][lid]["code_version"] != meta[b_cell]["trustworthiness@k=5"]["code_version"]
     assert_carried_identical(s1, s2, {b_cell: {"trustworthiness@k=5"}})
 
-    # 3. The metric removed again: nothing is computed (its cell's row is rewritten from what it
-    #    carries, without the column), and b's report drops the column.
+    # 3. The metric removed again: nothing is stale or computed (the row keeps the column, current,
+    #    where no report shows it), and b's report is drawn again without it.
     sweep_b.write_text(SWEEP_B)
     plans = step(lab, "b")
+    assert pending(plans["b"]) == {} and plans["b"]["report"]["status"] == "stale"
+    s3 = snapshot(lab)
+    assert not changed(s2, s3, "metrics") and not changed(s2, s3, "embedding")
+    assert lid not in pd.read_csv(lab / ".lab" / "reports" / "b" / "metrics.csv").columns
+
+    # 3b. Its code edited while no sweep asks for it: the column kept in b's row would be of old
+    #     code, so b's metrics row is written again without it (the other column carried).
+    lid_py.write_text(lid_py.read_text() + "\n# another edit\n")
+    plans = step(lab, "a", "b")
+    assert pending(plans["a"]) == {}
     assert pending(plans["b"]) == {b_cell: {"metrics": f"column removed: {lid}"}}
     s3 = snapshot(lab)
     assert statuses(columns_meta(), b_cell) == {"trustworthiness@k=5": "carried"}
-    assert lid not in s3["rows"][b_cell] and not changed(s2, s3, "embedding")
-    assert lid not in pd.read_csv(lab / ".lab" / "reports" / "b" / "metrics.csv").columns
+    assert lid not in s3["rows"][b_cell]
     assert_carried_identical(s2, s3, {b_cell: {"trustworthiness@k=5"}})
 
     # 4. A method's code edited (a comment: the same embedding): its cells in both sweeps rerun
@@ -212,3 +229,37 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     assert set(s6["embedding"]) - set(s5["embedding"]) == {c["partition"] for c in plans["a"]["cells"] if "isomap" in c["partition"]}
     assert not changed(s5, s6, "metrics") - (set(s6["metrics"]) - set(s5["metrics"]))
     assert not changed(s5, s6, "raw_dataset")  # the data key's file is reused by the new cell
+
+
+def _materializations(asset: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in get_instance().fetch_materializations(dg.AssetKey(asset), limit=1000).records:
+        counts[r.partition_key] = counts.get(r.partition_key, 0) + 1
+    return counts
+
+
+@pytest.mark.slow
+def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the_uis_sweep_launch(lab):
+    """`--submit` and the UI's Materialize on `sweep[tiny]` (answered by the `sweep_launches`
+    sensor's backfill, run by the daemon): each embedding keeps its one materialization."""
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    path = lab / "sweeps" / "tiny.yaml"
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
+    with lab_ui(lab) as port:
+        path.write_text(path.read_text().replace("  lid: {k: [10]}\n", "  lid: {k: [10]}\n  continuity: {k: [5]}\n"))
+        out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--submit", f"http://127.0.0.1:{port}", cwd=lab)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["materialized"]["cells"] == 4
+        assert _materializations("metrics") == {c: 2 for c in cells}
+
+        path.write_text(path.read_text().replace("  continuity: {k: [5]}\n", "  continuity: {k: [5]}\n  knn_preservation: {k: [5]}\n"))
+        register_and_plan(load_sweep(path))
+        params = {"partitionNames": ["tiny"], "assetSelection": [{"path": ["sweep"]}]}
+        launched = graphql(port, BACKFILL, {"params": params})["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        wait_for(lambda: _materializations("metrics") == {c: 3 for c in cells}, 300, "the sweep's backfill")
+    assert _materializations("embedding") == {c: 1 for c in cells}
+    assert not _materializations("model")
+    table = pd.read_parquet(lab / ".lab" / "assets" / "metrics" / Path(*sorted(cells)[0].split("|")).with_suffix(".parquet"))
+    assert {"continuity@k=5", "knn_preservation@k=5"} <= set(table.columns)

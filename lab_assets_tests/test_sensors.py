@@ -167,3 +167,21 @@ def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
     )  # exactly: not the shared fresh cells, nothing of `other`
     cursor = evaluate(sweep_launches).cursor
     assert evaluate(sweep_launches, cursor).run_requests == []  # a launch is answered once
+
+
+def test_a_metric_added_requests_the_metrics_steps_alone(lab):
+    """Scheduled or launched from the UI, a sweep whose only change is a new metric is one
+    backfill of its cells' `metrics` (no embedding, model or dataset), its table and report."""
+    sweep = _with_schedule(lab)
+    run_sweep(sweep, workers=1)
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace("  lid: {k: [10]}\n", "  lid: {k: [10]}\n  continuity: {k: [5]}\n"))
+    sweep = load_sweep(path)
+    register_and_plan(sweep)
+    cells = {keys.cell_key(d, m) for d, m in sweep.cells}
+    expected = {("metrics", c) for c in cells} | {("metric_table", None), ("report", "tiny")}
+    [scheduled] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
+    assert requested_partitions(scheduled) == expected
+    _launch_from_the_ui("tiny")
+    [launched] = evaluate(sweep_launches).run_requests
+    assert requested_partitions(launched) == expected

@@ -91,14 +91,16 @@ def _embedding_first(why: str) -> dict[str, str]:
     return {"embedding": why, "metrics": "reads the embedding"}
 
 
-def _metrics_status(r: CachedStatusReader, cell: str, columns: dict[str, str], damage: dict) -> Status:
-    """A cell's `metrics` once its embedding is fresh: stale when its suite is not the observed
-    one (seen before `register` observes it) or Dagster says so. For a suite change the reason
-    names the columns, against what the cell's stored row was computed with."""
+def _metrics_status(r: CachedStatusReader, cell: str, suite: list, damage: dict) -> Status:
+    """A cell's `metrics` once its embedding is fresh: stale when its suite moved on from the
+    observed one (seen before `register` observes it) or Dagster says so. For a suite change the
+    reason names the columns, against what the cell's stored row was computed with."""
     status = r.status("metrics", cell)
-    moved = r.observed("metric_spec", cell) != specs.suite_version(columns)
+    observed = r.observed("metric_spec", cell)
+    moved = specs.metric_version(suite, observed) != observed
     if status.status != MISSING and (moved or "metric_spec" in status.reason):
-        status = Status(STALE, specs.suite_changes(columns, stored_versions(cell)))
+        owed = specs.column_versions(specs.owed_suite(suite, observed))
+        status = Status(STALE, specs.suite_changes(owed, stored_versions(cell)))
     return _intact(status, damage, ("metrics", cell))
 
 

@@ -20,12 +20,13 @@ from lab_assets.core.registry import digest
 from lab_assets.defs import checks, inflight, integrity
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
-from lab_assets.defs.assets.specs import column_versions, metric_spec
+from lab_assets.defs.assets.specs import column_versions, metric_spec, owed_suite
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import MetricConfig
+from lab_assets.runtime.data_versions import last_data_version
 
 CODE_VERSION = lineage.module_version(__file__)
 COMPUTED, CARRIED = "computed", "carried"
@@ -92,7 +93,9 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     data_key, method_key, cell = cell_of(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     cell_sweeps = keystore.sweeps_containing(data_key, method_key)
-    suite = keystore.metric_suite(cell_sweeps)
+    # The cell's suite, plus any column a sweep stopped asking for that its observed suite still
+    # holds (`specs.metric_version`): the row holds what `metric_spec`'s version stands for.
+    suite = owed_suite(keystore.metric_suite(cell_sweeps), last_data_version(context.instance, "metric_spec", cell))
     versions = column_versions(suite)
     table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     emb = integrity.read_parquet(storage.asset_path("embedding", cell))

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import dagster as dg
 
-from lab_assets.core import keys
+from lab_assets.core import key_records, keys
 from lab_assets.core.lineage import module_version
 from lab_assets.core.registry import digest, source_file
 from lab_assets.defs.partitions import CELL, SWEEP
@@ -31,6 +31,7 @@ from lab_assets.runtime.data_versions import last_data_versions, observe
 GROUP = "specs"
 # Code every metric column is computed with besides its own module: the metrics step, the shared
 # kNN searches and ranks, and the ranks' numba kernels. Found without importing them.
+SUITE_RECORDS = "metric_suite"  # key records of observed metric suites, by version (content-addressed)
 SHARED_METRIC_CODE = ("lab_assets.defs.assets.metrics", "lab_assets.dr.metrics.neighbors", "lab_assets.dr.rank_kernels")
 
 
@@ -63,6 +64,49 @@ def suite_version(columns: dict[str, str]) -> str:
     return digest(columns, length=16)
 
 
+def suite_record(suite: list[MetricConfig]) -> dict[str, dict]:
+    """What a `metric_spec` version stands for: {column: {metric, params, version}}."""
+    return {m.column: {"metric": m.metric, "params": m.params, "version": column_version(m.metric)} for m in suite}
+
+
+@lru_cache(maxsize=256)
+def observed_suite(version: str | None) -> dict[str, dict] | None:
+    """The suite record of an observed `metric_spec` version (None: none, or no record of it)."""
+    if version is None:
+        return None
+    try:
+        return key_records.read(SUITE_RECORDS, version, "`lab sweep run <file>`")
+    except key_records.UnknownKeyError:
+        return None
+
+
+def _current(metric: str) -> str | None:
+    return column_version(metric) if metric in METRICS else None  # None: a metric no longer registered
+
+
+def metric_version(suite: list[MetricConfig], observed: str | None) -> str:
+    """The `metric_spec` version a cell owes. The observed one while its suite covers the cell's
+    current suite at the current code, and holds no column of code since changed: a metric taken
+    out of the cell's sweeps then stales nothing (its column stays in the row, current, and the
+    report leaves it out). Otherwise the current suite's own version."""
+    current, recorded = column_versions(suite), observed_suite(observed)
+    if recorded is not None and all(recorded.get(c, {}).get("version") == v for c, v in current.items()) and all(
+        _current(r["metric"]) == r["version"] for c, r in recorded.items() if c not in current
+    ):
+        return observed
+    return suite_version(current)
+
+
+def owed_suite(suite: list[MetricConfig], observed: str | None) -> list[MetricConfig]:
+    """The columns a cell's metrics row holds: its suite, plus the columns of the observed suite
+    that still cover it (`metric_version`)."""
+    if metric_version(suite, observed) != observed:
+        return suite
+    have = {m.column for m in suite}
+    extra = [MetricConfig(r["metric"], r["params"]) for c, r in observed_suite(observed).items() if c not in have]
+    return sorted([*suite, *extra], key=lambda m: m.column)
+
+
 def suite_changes(columns: dict[str, str], recorded: dict[str, str]) -> str:
     """How a cell's suite differs from the {column: code version} its stored row was computed
     with, in words: `new column: lid@k=10; code changed: trustworthiness@k=10`."""
@@ -88,14 +132,13 @@ def registered_cells() -> list[tuple[str, str, str]]:
     return [(keys.cell_key(d, m), d, m) for d, m in pairs]
 
 
-def cell_suites(sweeps: list[Sweep]) -> dict[str, dict[str, str]]:
-    """{cell key: {column: code version}}: a cell's suite is the union over the sweeps containing it."""
-    suites: dict[str, dict[str, str]] = {}
+def cell_suites(sweeps: list[Sweep]) -> dict[str, list[MetricConfig]]:
+    """{cell key: its metric suite}: the union over the sweeps containing it, by column."""
+    suites: dict[str, dict[str, MetricConfig]] = {}
     for s in sweeps:
-        columns = column_versions(s.metrics)
         for d, m in s.cells:
-            suites.setdefault(keys.cell_key(d, m), {}).update(columns)
-    return {cell: dict(sorted(c.items())) for cell, c in suites.items()}
+            suites.setdefault(keys.cell_key(d, m), {}).update({c.column: c for c in s.metrics})
+    return {cell: [c[k] for k in sorted(c)] for cell, c in suites.items()}
 
 
 @dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
@@ -111,10 +154,11 @@ def method_spec() -> dg.DataVersionsByPartition:
 
 
 @dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
-def metric_spec() -> dg.DataVersionsByPartition:
+def metric_spec(context) -> dg.DataVersionsByPartition:
     """Identity of each cell's metric suite: the columns its sweeps ask for, each with the code
     version of its metric (its module plus the shared kNN code)."""
-    return dg.DataVersionsByPartition({c: suite_version(cols) for c, cols in cell_suites(keystore.sweeps()).items()})
+    observed = last_data_versions(context.instance, "metric_spec")
+    return dg.DataVersionsByPartition({c: metric_version(s, observed.get(c)) for c, s in cell_suites(keystore.sweeps()).items()})
 
 
 @dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP)
@@ -126,8 +170,9 @@ def sweep_spec() -> dg.DataVersionsByPartition:
 SPECS = [data_spec, method_spec, metric_spec, sweep_spec]
 
 
-def current_versions(sweeps: list[Sweep]) -> dict[tuple[str, str], str]:
-    """(spec asset, partition) -> current version, for every cell and sweep of `sweeps`."""
+def current_versions(sweeps: list[Sweep], observed_suites: dict[str, str]) -> dict[tuple[str, str], str]:
+    """(spec asset, partition) -> current version, for every cell and sweep of `sweeps`.
+    `observed_suites`: {cell: last observed `metric_spec` version} (`metric_version`)."""
     versions: dict[tuple[str, str], str] = {("sweep_spec", s.name): sweep_version(s) for s in sweeps}
     data = {d.key: data_version(d) for s in sweeps for d in s.data}
     methods = {m.key: method_version(m) for s in sweeps for m in s.methods}
@@ -135,29 +180,33 @@ def current_versions(sweeps: list[Sweep]) -> dict[tuple[str, str], str]:
         for d, m in s.cells:
             cell = keys.cell_key(d, m)
             versions[("data_spec", cell)], versions[("method_spec", cell)] = data[d], methods[m]
-    for cell, columns in cell_suites(sweeps).items():
-        versions[("metric_spec", cell)] = suite_version(columns)
+    for cell, suite in cell_suites(sweeps).items():
+        versions[("metric_spec", cell)] = metric_version(suite, observed_suites.get(cell))
     return versions
 
 
-def _columns_metadata(columns: dict[str, str]):
-    return lambda: {"columns": dg.MetadataValue.json(columns)}
+def _columns_metadata(record: dict[str, dict]):
+    return lambda: {"columns": dg.MetadataValue.json({c: r["version"] for c, r in record.items()})}
 
 
 def record_observations(instance: dg.DagsterInstance) -> int:
     """Record the current version of every spec whose last observation differs, without a run:
     the same AssetObservation (data version tag) the UI's "Observe" writes, at a fraction of
     the cost of observation runs. Returns how many were recorded."""
-    sweeps = keystore.sweeps()
-    versions = current_versions(sweeps)
-    suites = cell_suites(sweeps)
     # Every partition's last version in bulk: one query per partition was ~1 ms a cell.
-    observed = {asset: last_data_versions(instance, asset) for asset in {a for a, _ in versions}}
+    observed = {asset: last_data_versions(instance, asset) for asset in ("data_spec", "method_spec", "metric_spec", "sweep_spec")}
+    sweeps = keystore.sweeps()
+    suites = cell_suites(sweeps)
     recorded = 0
-    for (asset, partition), version in versions.items():
-        if observed[asset].get(partition) != version:
-            # The metric suite's columns show with its observation in the UI.
-            columns = suites.get(partition) if asset == "metric_spec" else None
-            observe(instance, asset, version, partition, _columns_metadata(columns) if columns else None)
-            recorded += 1
+    for (asset, partition), version in current_versions(sweeps, observed["metric_spec"]).items():
+        if observed[asset].get(partition) == version:
+            continue
+        metadata = None
+        if asset == "metric_spec":
+            record = suite_record(suites[partition])
+            # The record first: whoever reads this version finds what it stands for.
+            key_records.write(SUITE_RECORDS, version, record)
+            metadata = _columns_metadata(record)
+        observe(instance, asset, version, partition, metadata)
+        recorded += 1
     return recorded
