@@ -9,7 +9,10 @@ columns computed and carried (from the `metrics` materializations' metadata), an
 of an unrelated sweep the edit made stale (goal: 0). The no-op and `lab report` are timed too,
 the yardstick for removing a metric.
 
-    python benchmarks/edit_loop.py [--repeats 1] [--samples 2500]
+    python benchmarks/edit_loop.py [--repeats 1] [--samples 2500] [--service]
+
+`--service`: with the warm service (`LAB_SERVICE=1`), as `lab` runs in a researcher's terminal;
+without it, as in scripts and CI (each command loads Dagster and starts its workers).
 
 Prints JSON (and one table line per step on stderr).
 """
@@ -101,8 +104,12 @@ def edit_file(path: Path) -> None:
     path.write_text(path.read_text() + "\n# an edit\n")
 
 
-def one_pass(samples: int) -> dict:
+def one_pass(samples: int, service: bool) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="lab-edit-loop-"))
+    env = {**os.environ, "PYTHONPATH": str(folder), "LAB_PROJECT_DIR": str(folder), "LAB_HOME": str(folder / ".lab"),
+           "LAB_SERVICE": "1" if service else "0"}
+    for var in ("DAGSTER_HOME", "LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
+        env.pop(var, None)
     try:
         shutil.copytree(ROOT / "lab_assets", folder / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copyfile(ROOT / "dagster.yaml", folder / "dagster.yaml")
@@ -115,10 +122,6 @@ def one_pass(samples: int) -> dict:
         sh(folder, *git, "init", "-q", "-b", "main")
         sh(folder, *git, "add", ".")
         sh(folder, *git, "commit", "-q", "-m", "bench")
-        env = {**os.environ, "PYTHONPATH": str(folder), "LAB_PROJECT_DIR": str(folder), "LAB_HOME": str(folder / ".lab"),
-               "LAB_SERVICE": "0"}
-        for var in ("DAGSTER_HOME", "LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
-            env.pop(var, None)
         run = ["sweep", "run", "sweeps/heavy.yaml", "--quiet"]
 
         steps: dict[str, dict] = {}
@@ -144,6 +147,8 @@ def one_pass(samples: int) -> dict:
         timed("edit the shared kNN code (metrics/neighbors.py)", lambda: edit_file(folder / "lab_assets" / "dr" / "metrics" / "neighbors.py"))
         return steps
     finally:
+        if service:
+            subprocess.run([PY, "-m", "lab_assets.cli.main", "service", "stop"], cwd=folder, env=env, capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -151,8 +156,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--samples", type=int, default=2500, help="points per dataset")
+    parser.add_argument("--service", action="store_true", help="with the warm service, as in a terminal")
     args = parser.parse_args()
-    passes = [one_pass(args.samples) for _ in range(args.repeats)]
+    passes = [one_pass(args.samples, args.service) for _ in range(args.repeats)]
     out: dict[str, dict] = {}
     for name in passes[0]:
         seconds = statistics.median(p[name]["seconds"] for p in passes)
@@ -162,7 +168,8 @@ def main() -> None:
         print(f"{name:<50} {seconds:7.2f} s  {row['ratio_to_first_run']:.3f}x  embeddings {row.get('embeddings', '-')}  "
               f"columns computed {row.get('computed', '-')} carried {row.get('carried', '-')}  "
               f"other sweep stale {row.get('other_sweep_stale_cells', '-')}", file=sys.stderr)
-    print(json.dumps({"samples": args.samples, "repeats": args.repeats, "cpus": os.cpu_count(), "steps": out}, indent=2))
+    print(json.dumps({"samples": args.samples, "repeats": args.repeats, "service": args.service, "cpus": os.cpu_count(),
+                      "steps": out}, indent=2))
 
 
 if __name__ == "__main__":

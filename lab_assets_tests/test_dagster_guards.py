@@ -24,7 +24,7 @@ from lab_assets.runtime import (
     run_queue,
     sqlite_storage,
 )
-from lab_assets.runtime.staleness import FRESH, MISSING, STALE, StaleStatusReader
+from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, StaleStatusReader
 
 
 def guard(ok: bool, symbol: str, relied_on: str) -> None:
@@ -53,7 +53,7 @@ def guard_downstream() -> None:
 GRAPH = dg.Definitions(assets=[guard_source, guard_downstream]).resolve_asset_graph()
 
 
-# --- runtime/staleness.py --------------------------------------------------------------------
+# --- runtime/freshness/stale_status.py --------------------------------------------------------------------
 
 
 def test_stale_status_resolver_answers_missing_fresh_stale_with_the_cause():
@@ -128,11 +128,11 @@ def test_latest_materialization_of_every_partition_in_bulk_and_in_bounded_querie
           "only the wanted partitions, an unmaterialized one absent")
 
 
-# --- runtime/status_cache.py ------------------------------------------------------------------
+# --- runtime/freshness/kept_answers.py ------------------------------------------------------------------
 
 
 def test_a_partitions_status_depends_only_on_its_own_events_and_wipes_hide_them():
-    """What lets runtime/status_cache.py keep an answer while its partition's latest events stay."""
+    """What lets runtime/freshness/kept_answers.py keep an answer while its partition's latest events stay."""
     symbol = "CachingStaleStatusResolver (dagster._core) + get_latest_storage_id_by_partition"
     instance = dg.DagsterInstance.ephemeral()
     for partition in "ab":
@@ -222,9 +222,9 @@ def test_event_log_storage_hooks_are_called(tmp_path, monkeypatch):
 
 
 def test_storage_head_moves_with_every_change_the_stale_status_resolver_reads(tmp_path):
-    """runtime/storage_head.py reads Dagster's SQLite schema without Dagster (the no-op cache)."""
+    """runtime/freshness/instance_head.py reads Dagster's SQLite schema without Dagster (the no-op cache)."""
     from lab_assets.runtime import instance as lab_instance
-    from lab_assets.runtime.storage_head import deleted_since, deletion_mark, head
+    from lab_assets.runtime.freshness.instance_head import deleted_since, deletion_mark, head
 
     symbol = "the consolidated SQLite event log's file and tables (event_log.db: event_logs, asset_keys, dynamic_partitions)"
     (tmp_path / "dagster.yaml").write_text(lab_instance.instance_yaml("telemetry:\n  enabled: false\n", tmp_path))

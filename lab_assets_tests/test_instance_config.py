@@ -7,7 +7,7 @@ import sys
 
 import dagster as dg
 from lab_assets.core import keys
-from lab_assets.defs.plan import make_plan
+from lab_assets.defs.freshness import make_plan
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime import instance

@@ -16,7 +16,7 @@ from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
 from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
-from lab_assets.defs.plan import make_plan
+from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, wait_for
 from lab_assets_tests.sleep_job import sleep_job
@@ -87,7 +87,7 @@ def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
 
 def test_edited_code_retires_warm_workers(monkeypatch):
     versions = iter([("a",), ("a",), ("b",)])
-    monkeypatch.setattr(launcher_module, "code_fingerprint", lambda: next(versions))
+    monkeypatch.setattr(launcher_module, "code_stamps", lambda: next(versions))
     launcher = WarmWorkerRunLauncher(workers=1)
     try:
         first = launcher._least_busy_worker()

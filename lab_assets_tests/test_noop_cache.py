@@ -56,7 +56,7 @@ def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
     assert full["materialized"]["cells"] == 0 and full["report"] != "from the saved answer"
     answered_from_saved(lab)  # saved by the no-op
 
-    # A method's code: its cells' code version changes (the package's sources are fingerprinted).
+    # A method's code: its cells' code version changes (the package's sources are stamped).
     isomap = lab / "pkg" / "lab_assets" / "dr" / "methods" / "isomap.py"
     isomap.write_text(isomap.read_text() + "\n# an edit\n")
     out = run(lab)
@@ -81,7 +81,7 @@ def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
 
 @pytest.mark.slow
 def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab):
-    """A `file` dataset's version digests the file's content, which no fingerprint covers."""
+    """A `file` dataset's version digests the file's content, which no source stamp covers."""
     rows = "\n".join(f"{i},{i * i % 7},{i % 5}" for i in range(40))
     (lab / "points.csv").write_text("a,b,c\n" + rows + "\n")
     (lab / "sweeps" / "tiny.yaml").write_text("name: tiny\ndata:\n  file: {path: points.csv}\nseeds: [0]\n"

@@ -13,7 +13,7 @@ import pandas as pd
 from lab_assets.core import keys, storage
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.defs.plan import FRESH, make_plan
+from lab_assets.defs.freshness import FRESH, make_plan
 from lab_assets.runner.local import definitions
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import S3_BUCKET

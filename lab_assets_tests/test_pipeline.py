@@ -23,7 +23,7 @@ from lab_assets.runner.run import MATERIALIZED
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.methods import METHODS
-from lab_assets.defs.plan import DAMAGED, FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
 from lab_assets.dr.sweep import load_sweep
 
 LINEAGE_KEYS = {

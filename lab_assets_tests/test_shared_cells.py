@@ -5,7 +5,7 @@ import dagster as dg
 
 from lab_assets.core import keys, storage
 from lab_assets.defs.assets.reports import report_dir
-from lab_assets.defs.plan import FRESH, MISSING
+from lab_assets.defs.freshness import FRESH, MISSING
 from lab_assets.dr.sweep import parse_sweep
 from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance

@@ -14,7 +14,7 @@ from sklearn.neighbors import NearestNeighbors
 from benchmarks.run_all import SCALING_SWEEP  # the performance suite's 1,000 cells
 from lab_assets_tests.conftest import REPO
 from lab_assets.core import keys, storage
-from lab_assets.defs.plan import DAMAGED, FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep

@@ -71,7 +71,7 @@ def inside() -> bool:
 
 
 def key(env: dict[str, str] | None = None) -> str:
-    from lab_assets.core.fingerprint import files, package_sources
+    from lab_assets.core.source_stamps import files, package_sources
 
     env = os.environ if env is None else env
     stable = sorted((k, v) for k, v in env.items() if k not in VOLATILE)

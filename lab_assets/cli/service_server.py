@@ -137,14 +137,14 @@ class Code:
     not of the key, which the client computes without loading the registry)."""
 
     def __init__(self, k: str, env: dict[str, str]):
-        from lab_assets.core.fingerprint import files
+        from lab_assets.core.source_stamps import files
         from lab_assets.runner.noop_cache import sources_outside_the_package
 
         self.k, self.env, self.outside = k, env, sorted(sources_outside_the_package())
         self.seen = files(self.outside)
 
     def changed(self) -> bool:
-        from lab_assets.core.fingerprint import files
+        from lab_assets.core.source_stamps import files
 
         return key(self.env) != self.k or files(self.outside) != self.seen
 

@@ -68,7 +68,7 @@ def recorded(
     """What the latest materialization of each partition (None: the unpartitioned asset)
     recorded about its files, in a few queries for all of them, whatever their number.
     `known`: {storage id: what it recorded} read before, reused and added to (a stored record
-    never changes: `runtime/status_cache.py` keeps it between plans). `latest`: {partition: its
+    never changes: `runtime/freshness/kept_answers.py` keeps it between plans). `latest`: {partition: its
     latest materialization's storage id} when the caller read them already (the plan's stamps)."""
     wanted, known = set(partitions), {} if known is None else known
     found: dict[str | None, dict[str, dict | None]] = {}

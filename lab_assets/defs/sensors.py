@@ -20,7 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from lab_assets.defs.register import register
-from lab_assets.defs.plan import make_plan
+from lab_assets.defs.freshness import make_plan
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core import cron
 from lab_assets.core.settings import lab_home, project_dir

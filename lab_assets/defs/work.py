@@ -19,7 +19,7 @@ from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
 from lab_assets.defs.inflight import command_tags
 from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, job_name
-from lab_assets.defs.plan import FRESH, MISSING, SweepPlan
+from lab_assets.defs.freshness import FRESH, MISSING, SweepPlan
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.backfills import backfill_request, partition_subset
@@ -75,11 +75,14 @@ class Work:
         return [r for p in self.phases for r in p.runs]
 
 
-def _tables(sweep: Sweep, due: bool) -> Phase:
-    """The consolidated metric table, then the sweep's report (it reads the table)."""
+def _tables(sweep: Sweep, due: bool, table_due: bool = True) -> Phase:
+    """The consolidated metric table (unless `table_due` is False), then the sweep's report (it
+    reads the table)."""
     table, report = (METRIC_TABLE, None), (REPORT, sweep.name)
     if not due:
         return Phase("report", (), (Fresh(*table), Fresh(*report)))
+    if not table_due:
+        return Phase("report", (Run(*report, assets=("report",)),), (Fresh(*table),))
     return Phase("report", (Run(*table, assets=("metric_table",)), Run(*report, assets=("report",), needs=table)), in_order=True)
 
 
@@ -120,9 +123,10 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
         tuple(Fresh(CELLS, c.partition) for c in plan.cells if c.status == FRESH),
         recheck=True,
     )
-    due = bool(datasets.runs or cells.runs) or plan.report.status != FRESH
+    ran = bool(datasets.runs or cells.runs)
+    table_due = ran or plan.metric_table is None or plan.metric_table.status != FRESH
     return Work(
-        (datasets, cells, _tables(sweep, due)),
+        (datasets, cells, _tables(sweep, ran or plan.report.status != FRESH, table_due)),
         # The command's tags: a run of another command in flight for the same partition is waited
         # for, not repeated (defs/inflight.py).
         {SWEEP_TAG: sweep.name, **command_tags(plan.planned_at)},

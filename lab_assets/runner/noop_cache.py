@@ -13,7 +13,7 @@ The state covers what decides freshness (and what the answer prints):
 - every source file of the package and the folders of the import path (code versions: module
   digests and library versions), the project's `dagster.yaml`;
 - where things live: project, lab home, Dagster home, storage root;
-- the instance's head (`runtime/storage_head.py`): any event stored or deleted, any asset
+- the instance's head (`runtime/freshness/instance_head.py`): any event stored or deleted, any asset
   wiped, any dynamic partition added or removed;
 - every key record (what other sweeps ask for: the metric suite);
 - files the answer names (the report's tables), as listed when it was saved.
@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lab_assets.core import fingerprint
+from lab_assets.core import source_stamps
 from lab_assets.core.settings import dagster_home, lab_home, project_dir
-from lab_assets.runtime.storage_head import head
+from lab_assets.runtime.freshness.instance_head import head
 
 if TYPE_CHECKING:
     from lab_assets.dr.sweep import Sweep
@@ -69,11 +69,11 @@ class NoopCache:
             "sweep": self._sweep,
             "places": [str(p) for p in (project_dir(), lab_home(), dagster_home(), root)],
             "env": {k: os.environ.get(k) for k in ("LAB_STORAGE_OPTIONS", "LAB_EXECUTOR")},
-            "code": fingerprint.package_sources(),
-            "libraries": fingerprint.installed_packages(),
-            "instance_config": fingerprint.files([project_dir() / "dagster.yaml", dagster_home() / "dagster.yaml"]),
+            "code": source_stamps.package_sources(),
+            "libraries": source_stamps.installed_packages(),
+            "instance_config": source_stamps.files([project_dir() / "dagster.yaml", dagster_home() / "dagster.yaml"]),
             "head": instance_head,
-            "keys": [fingerprint.folder(root / "keys" / kind) for kind in ("sweep", "data", "method")],
+            "keys": [source_stamps.folder(root / "keys" / kind) for kind in ("sweep", "data", "method")],
         }
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
@@ -83,7 +83,7 @@ class NoopCache:
             entry = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return None
-        if entry.get("format") != FORMAT or entry.get("files") != list(map(list, fingerprint.files(entry.get("paths", [])))):
+        if entry.get("format") != FORMAT or entry.get("files") != list(map(list, source_stamps.files(entry.get("paths", [])))):
             return None
         state = self.state()
         return entry["answer"] if state is not None and entry.get("state") == state else None
@@ -100,7 +100,7 @@ class NoopCache:
             return
         paths = sorted({*map(str, paths), *sources_outside_the_package()})
         entry = {"format": FORMAT, "state": self._marked, "paths": paths,
-                 "files": list(map(list, fingerprint.files(paths))), "answer": answer}
+                 "files": list(map(list, source_stamps.files(paths))), "answer": answer}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry))
@@ -128,4 +128,4 @@ def sources_outside_the_package() -> set[str]:
     from lab_assets.core.registry import source_file
 
     files = {source_file(m) for r in _registries() for name in r.names() for m in r[name].sources}
-    return {f for f in files if not Path(f).resolve().is_relative_to(fingerprint.PACKAGE)}
+    return {f for f in files if not Path(f).resolve().is_relative_to(source_stamps.PACKAGE)}

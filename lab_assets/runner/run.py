@@ -15,7 +15,7 @@ from typing import Protocol
 
 from lab_assets.core.keys import parse_cell_key
 from lab_assets.defs.jobs import DATA_STEPS, DATASETS, PARTS, WHAT
-from lab_assets.defs.plan import SweepPlan
+from lab_assets.defs.freshness import SweepPlan
 from lab_assets.defs.work import Run, Work
 
 MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from lab_assets.core.settings import lab_home
 from lab_assets.defs.integrity import Damage, sweep_damage
-from lab_assets.defs.plan import SweepPlan, make_plan
+from lab_assets.defs.freshness import SweepPlan, make_plan
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep

@@ -28,7 +28,7 @@ from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
 from lab_assets.core.fast_exit import end_without_teardown
-from lab_assets.core.fingerprint import package_sources as code_fingerprint
+from lab_assets.core.source_stamps import package_sources as code_stamps
 from lab_assets.core.threads import SINGLE_THREADED
 
 WORKER_PID_TAG = keys.tag("worker_pid")
@@ -75,7 +75,7 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         self._size = workers
         self._inst_data = inst_data
         self._busy: dict[ProcessPoolExecutor, int] = {}  # each live worker -> its runs not yet done
-        self._fingerprint: tuple = ()
+        self._code_stamps: tuple = ()
         self._lock = threading.Lock()
         super().__init__()
 
@@ -92,12 +92,12 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         return cls(inst_data=inst_data, **config_value)
 
     def _least_busy_worker(self) -> ProcessPoolExecutor:
-        fingerprint = code_fingerprint()
+        stamps = code_stamps()
         with self._lock:
-            if fingerprint != self._fingerprint:
+            if stamps != self._code_stamps:
                 for worker in self._busy:
                     worker.shutdown(wait=False)  # finishes the run it has, then exits
-                self._busy, self._fingerprint = {}, fingerprint
+                self._busy, self._code_stamps = {}, stamps
             while len(self._busy) < self._size:
                 self._busy[_spawn_worker()] = 0
             worker = min(self._busy, key=self._busy.__getitem__)

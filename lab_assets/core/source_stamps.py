@@ -1,4 +1,5 @@
-"""Cheap "has anything changed" checks on files: (path, mtime, size), no reading of contents.
+"""Source stamps: cheap "has anything changed" checks on files, (path, mtime, size), no reading
+of contents. Not content fingerprints (`core/integrity.py`: size + hash of what was written).
 
 A warm worker is retired when the package's sources change (`runtime/launcher.py`); a cached
 no-op answer is dropped when anything it was derived from changes (`runner/noop_cache.py`).

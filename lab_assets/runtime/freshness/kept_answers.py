@@ -14,7 +14,7 @@ stored meanwhile makes an answer newer than its stamp (computed again next time)
 
 Deleted events: Postgres never reuses a storage id, but SQLite reuses the largest one after a
 delete, so an old stamp could name a new event. On SQLite the cache keeps a mark of the newest
-event when it looked (`storage_head.deletion_mark`) and is dropped when an event stored by then
+event when it looked (`instance_head.deletion_mark`) and is dropped when an event stored by then
 is gone; answers stamped with a newer event are not kept. Any other event log: no cache.
 
 The same file keeps what each materialization recorded about its files (`defs/integrity.py`),
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.runtime import storage_head
+from lab_assets.runtime.freshness import instance_head
 from lab_assets.runtime.latest_events import latest_ids
-from lab_assets.runtime.staleness import StaleStatusReader, Status
+from lab_assets.runtime.freshness.stale_status import StaleStatusReader, Status
 
 FORMAT = 1  # of the file: a change here drops every saved answer
 
@@ -44,7 +44,7 @@ def _dimension(node) -> str | None:
 
 def _deletion_mark(instance: dg.DagsterInstance) -> list | None:
     """See above: a SQLite mark, [] where ids are never reused (Postgres), None: no cache."""
-    mark = storage_head.deletion_mark(Path(instance.root_directory))
+    mark = instance_head.deletion_mark(Path(instance.root_directory))
     if mark is not None:
         return mark
     try:
@@ -104,7 +104,7 @@ class CachedStatusReader:
         return entry["answers"][question]
 
     def _deleted_since(self, instance: dg.DagsterInstance, mark: list) -> bool:
-        return storage_head.deleted_since(Path(instance.root_directory), mark) if self._mark else False
+        return instance_head.deleted_since(Path(instance.root_directory), mark) if self._mark else False
 
     def _load(self) -> dict:
         try:

@@ -1,4 +1,4 @@
-"""The plan's kept answers (runtime/status_cache.py): a cell with no new event is not asked about
+"""The plan's kept answers (runtime/freshness/kept_answers.py): a cell with no new event is not asked about
 again, and a cell with one is, so a cached plan never says less than Dagster's resolver would:
 after every change below it equals the plan computed without the cache."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from lab_assets.core import keys
 from lab_assets.core.settings import lab_home
-from lab_assets.defs.plan import make_plan
+from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.preload import definitions
 from lab_assets.runtime import staleness, storage_head
@@ -99,13 +99,13 @@ def test_a_deleted_run_drops_every_kept_answer(finished, asked):
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     cached(sweep)
     home = lab_home() / "dagster"
-    mark = storage_head.deletion_mark(home)
-    assert not storage_head.deleted_since(home, mark)
+    mark = instance_head.deletion_mark(home)
+    assert not instance_head.deleted_since(home, mark)
 
     last = instance.get_runs(limit=1)[0]
     instance.delete_run(last.run_id)  # its events too, the newest among them
     observe(instance, "method_spec", "another version", cells[0])  # may be stored under a deleted id
-    assert storage_head.deleted_since(home, mark)
+    assert instance_head.deleted_since(home, mark)
     asked.clear()
     plan = cached(sweep)
     assert set(cells) <= asked, "kept answers survived a deletion"

@@ -1,4 +1,7 @@
-"""Which partitions of a sweep are fresh, stale or missing, read from Dagster's own records.
+"""Freshness: which partitions of a sweep are fresh, stale, damaged or missing, and which of a
+cell's assets to recompute, read from Dagster's own records. `make_plan` is the one entry point
+for "is this fresh?" (`lab sweep plan|run`, `lab report`, the sensors; the saved no-op answer of
+`runner/noop_cache.py` is a plan's answer kept); the machinery it asks is `runtime/freshness/`.
 
 The answer comes from Dagster's stale-status resolver (the one behind the UI's "stale" badges),
 plus two checks the resolver cannot make: a spec whose current version differs from the last
@@ -6,7 +9,7 @@ observed one (edited method code, a changed user file) marks its cells stale bef
 observed, and a fresh partition whose file is missing or no longer what was written
 (defs/integrity.py: sizes, or hashes with `verify`) is "damaged", so the next run recomputes it.
 The resolver's answers and the files' recorded fingerprints are kept between plans in the
-lab home (`runtime/status_cache.py`): a cell with no new event since is not asked again. Nothing
+lab home (`runtime/freshness/kept_answers.py`): a cell with no new event since is not asked again. Nothing
 else is written.
 """
 
@@ -24,8 +27,8 @@ from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
 from lab_assets.defs.assets.metrics import stored_versions
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runtime.staleness import FRESH, MISSING, STALE, Status
-from lab_assets.runtime.status_cache import CachedStatusReader
+from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
+from lab_assets.runtime.freshness.kept_answers import CachedStatusReader
 
 DAMAGED = "damaged"  # fresh by Dagster's records, but a file is missing or not what was written
 _RANK = {FRESH: 0, STALE: 1, DAMAGED: 2, MISSING: 3}
@@ -55,6 +58,9 @@ class SweepPlan:
     # The cells whose own dataset partition is missing or stale (a dataset is partitioned by cell).
     pending_datasets: dict[tuple[str, str], Status] = field(default_factory=dict)
     planned_at: float = 0.0  # when the plan started looking (epoch seconds): runs that end later are news to it
+    # The consolidated table alone (None: not looked at): a report whose sweep changed only what
+    # it shows (a metric taken out) is drawn again from the table as it is.
+    metric_table: Status | None = None
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -161,7 +167,9 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     elif r.observed("sweep_spec", sweep.name) != specs.sweep_version(sweep):
         report = Status(STALE, "the sweep's cells, labels or metric columns changed")
     else:
-        report = _worst(r.status("metric_table", None), r.status("report", sweep.name))
-        report = _intact(report, damage, ("metric_table", None), ("report", sweep.name))
+        report = _intact(r.status("report", sweep.name), damage, ("report", sweep.name))
+    table = _intact(r.status("metric_table", None), damage, ("metric_table", None))
+    report = _worst(report, table)
     r.save()
-    return SweepPlan(sweep, datasets, cells, report, {k: s for k, s in data_status.items() if s.status != FRESH}, planned_at)
+    pending = {k: s for k, s in data_status.items() if s.status != FRESH}
+    return SweepPlan(sweep, datasets, cells, report, pending, planned_at, table)
