@@ -95,7 +95,7 @@ def test_a_dead_commands_run_does_not_block_a_cell(lab):
     )
     run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["materialized"]["datasets"] == 4  # one per cell, the orphan's included
+    assert json.loads(run.stdout)["materialized"]["datasets"] == 2  # by data key, the orphan's cell included
     assert instance.get_run_by_id(orphan.run_id).status == dg.DagsterRunStatus.FAILURE
 
 

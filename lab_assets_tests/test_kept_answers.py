@@ -10,7 +10,7 @@ from lab_assets.core.settings import lab_home
 from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.preload import definitions
-from lab_assets.runtime import staleness, storage_head
+from lab_assets.runtime.freshness import instance_head, stale_status
 from lab_assets.runtime.data_versions import DATA_VERSION_TAG, observe
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import lab_cli
@@ -28,7 +28,7 @@ def finished(lab):
 def asked(monkeypatch) -> set[str | None]:
     """The partitions Dagster's resolver is asked about (a status or a spec's version)."""
     found: set[str | None] = set()
-    reader = staleness.StaleStatusReader
+    reader = stale_status.StaleStatusReader
     status, observed = reader.status, reader.observed
 
     def spy_status(self, asset, partition):

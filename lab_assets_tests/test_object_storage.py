@@ -42,7 +42,9 @@ def test_tiny_sweep_on_s3(lab, s3):
     assert report == sorted(["lab/reports/tiny/.current", *(f"lab/reports/tiny/{version}/{n}" for n in (
         "metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png", "summary.md", "summary.csv",
         "summary.parquet", "comparisons.csv", "comparisons.parquet"))]), report
-    assert sum(k.startswith("lab/keys/") for k in stored) == len(sweep.data) + len(sweep.methods) + 1
+    # Key records: the data and method keys, the sweep, and the one metric suite its cells share.
+    assert sum(k.startswith("lab/keys/") for k in stored) == len(sweep.data) + len(sweep.methods) + 1 + 1
+    assert sum(k.startswith("lab/keys/metric_suite/") for k in stored) == 1
     assert not (lab / ".lab" / "assets").exists()  # nothing went to the local disk
 
     body = s3.get_object(Bucket=BUCKET, Key="lab/assets/metric_table.parquet")["Body"].read()

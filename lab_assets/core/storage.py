@@ -289,12 +289,15 @@ def _damaged(path: str, data: bytes) -> DamagedFileError:
 
 
 def parquet_provenance(path: str) -> dict[str, Any]:
-    """The provenance JSON written with the table (empty if none)."""
-    data = read_bytes(path)
+    """The provenance JSON written with the table (empty if none), from the file's footer alone:
+    on an object store a few ranged reads, not the whole file."""
     try:
-        meta = pq.read_schema(io.BytesIO(data)).metadata or {}
+        with filesystem().open(os.fspath(path), "rb") as f:
+            meta = pq.read_schema(f).metadata or {}
+    except FileNotFoundError:
+        raise MissingAssetError(f"{path} does not exist", "materialize its partition first") from None
     except (pa.ArrowException, OSError):
-        raise _damaged(path, data) from None
+        raise DamagedFileError(f"{path} is damaged: not a readable Parquet file", path=path) from None
     return json.loads(meta.get(b"lab_assets", b"{}"))
 
 
