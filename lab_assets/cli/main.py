@@ -148,7 +148,7 @@ def _run(args: argparse.Namespace, text: bytes | None, cache, pool, start: float
         }, indent=2))
     else:
         print(_ran(sweep.name, result.count(DATASETS), result.count(CELLS), result.count(CELLS, FRESH), len(failed),
-                   result.seconds))
+                   result.seconds, _metrics_only(result)))
         if result.of(WAITED):
             print(f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
                   "in another command: waited for, not computed again")
@@ -176,9 +176,18 @@ def _noop_cache(path: str, text: bytes):
     return NoopCache(path, text, _width())
 
 
-def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds: float) -> str:
-    return (f"sweep {name}: {datasets} datasets and {cells} cells materialized, {fresh} already fresh, "
+def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds: float, metrics_only: int = 0) -> str:
+    only = f" ({metrics_only} of them: metrics step alone)" if metrics_only else ""
+    return (f"sweep {name}: {datasets} datasets and {cells} cells materialized{only}, {fresh} already fresh, "
             f"{failed} failed, in {seconds:.1f} s")
+
+
+def _metrics_only(result) -> int:
+    """Cells materialized by their metrics step alone: their embedding was fresh (defs/work.py)."""
+    from lab_assets.defs.jobs import CELLS
+
+    only = {c.partition for c in (result.before.cells if result.before else []) if set(c.assets) == {"metrics"}}
+    return sum(o.partition in only for o in result.of("materialized", CELLS))
 
 
 def _save_noop(cache, sweep, result) -> None:
