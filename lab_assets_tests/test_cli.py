@@ -69,7 +69,7 @@ def test_plan_run_plan_report_in_parallel(lab):
     out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "2", "--json", cwd=lab)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    assert summary["materialized"] == {"datasets": 4, "cells": 4, "metric_table": 1, "report": 1}  # a dataset per cell
+    assert summary["materialized"] == {"datasets": 2, "cells": 4, "metric_table": 1, "report": 1}  # by data key
 
     after = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert after["counts"] == {"missing": 0, "stale": 0, "damaged": 0, "fresh": 4}

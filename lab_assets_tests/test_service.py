@@ -91,7 +91,7 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
     assert len(service.running()) == 1
 
     for out in (first, second, without):
-        assert "sweep tiny: 4 datasets and 4 cells materialized" in out.stdout, out.stdout
+        assert "sweep tiny: 2 datasets and 4 cells materialized" in out.stdout, out.stdout
     # Each command wrote to the lab home of its own folder (the service's environment has none).
     for project in (a, b):
         pd.testing.assert_frame_equal(_table(project), _table(plain), check_exact=True)

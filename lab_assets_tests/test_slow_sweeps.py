@@ -65,7 +65,7 @@ def test_bundled_sweep_full_size(lab, name, ks):
     assert plan(sweep).counts == {MISSING: n, STALE: 0, DAMAGED: 0, FRESH: 0}
     result = run_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped, [(o.partition, o.why) for o in result.failed + result.skipped]
-    assert result.count("cells") == n and result.count("datasets") == n  # a dataset partition per cell
+    assert result.count("cells") == n and result.count("datasets") == len(sweep.data)  # counted by data key
     table, checked = check_table(sweep, ks)
     assert checked == 3 * len(ks) * n
     # The report of the sweep exists, and a re-run has nothing to do.
@@ -87,7 +87,7 @@ def test_one_thousand_cells(lab):
     assert plan(sweep).counts == {MISSING: 1000, STALE: 0, DAMAGED: 0, FRESH: 0}
     result = run_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped
-    assert result.count("cells") == 1000 and result.count("datasets") == 1000  # a dataset partition per cell
+    assert result.count("cells") == 1000 and result.count("datasets") == len(sweep.data)  # counted by data key
     # Every cell fresh afterwards (the late asset-row update once left ~5 in 1,000 stale).
     assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: 1000}
     table = pd.read_parquet(storage.asset_path("metric_table"))

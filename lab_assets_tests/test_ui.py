@@ -68,7 +68,7 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     with lab_ui(lab) as port:
         result = run_sweep(sweep, submit=f"http://127.0.0.1:{port}")
     assert not result.failed, [o.why for o in result.failed]
-    assert result.count("datasets") == 4 and result.count("cells") == 4 and result.count("report") == 1
+    assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()
     for outcome in result.of("materialized"):
         run = inst.get_run_by_id(outcome.run_id)
