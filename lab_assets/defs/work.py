@@ -83,7 +83,8 @@ def _tables(sweep: Sweep, due: bool, table_due: bool = True) -> Phase:
         return Phase("report", (), (Fresh(*table), Fresh(*report)))
     if not table_due:
         return Phase("report", (Run(*report, assets=("report",)),), (Fresh(*table),))
-    return Phase("report", (Run(*table, assets=("metric_table",)), Run(*report, assets=("report",), needs=table)), in_order=True)
+    runs = (Run(*table, assets=("metric_table",)), Run(*report, assets=("report",), needs=table))
+    return Phase("report", runs, in_order=True)
 
 
 def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) -> Work:

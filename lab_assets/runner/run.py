@@ -96,8 +96,9 @@ class Result:
 
     def count(self, job: str, status: str = MATERIALIZED) -> int:
         """Runs of a kind; datasets by data key (a data key's cells each record its one file)."""
-        if job == DATASETS:
-            return len({parse_cell_key(o.partition)[0] if "|" in o.partition else o.partition for o in self.of(status, job)})
+        if job == DATASETS:  # a cell key's data part, or a data key (a fresh dataset)
+            return len({parse_cell_key(o.partition)[0] if "|" in o.partition else o.partition
+                        for o in self.of(status, job)})
         return len(self.of(status, job))
 
 

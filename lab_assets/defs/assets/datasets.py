@@ -128,7 +128,8 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     prov = lineage.provenance(
         {"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION, entry.packages
     )
-    return _materialize(df, "raw_dataset", key, {**prov, "generated_by": spec}, t, reused=reused, n_features=df.shape[1] - 2)
+    prov["generated_by"] = spec
+    return _materialize(df, "raw_dataset", key, prov, t, reused=reused, n_features=df.shape[1] - 2)
 
 
 @dg.asset(
@@ -154,7 +155,8 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
             split[rng(config.seed, SPLIT_STREAM).permutation(len(df))[:n_test]] = "test"
             df.insert(1, "split", split)
         raw_rows = len(df)
-    prov = {**lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION), "generated_by": spec}
+    prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION)
+    prov["generated_by"] = spec
     counts = df["split"].value_counts()
     quirks = data_quirks(df)
     for what, value in quirks.items():

@@ -109,8 +109,10 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     todo = [m for m in suite if m.column not in carried]
     with lineage.timed() as t:
         computed = compute_columns(todo, table, emb, data.seed) if todo else {}
-    columns = {m.column: {**(carried.get(m.column) or computed[m.column]), "version": versions[m.column], "inputs": inputs}
-               for m in suite}
+    columns = {
+        m.column: {**(carried.get(m.column) or computed[m.column]), "version": versions[m.column], "inputs": inputs}
+        for m in suite
+    }
     values = {c: r["value"] for c, r in columns.items()}
     not_applicable = {c: r["not_applicable"] for c, r in columns.items() if "not_applicable" in r}
     sampled = {c: r["sampled"] for c, r in columns.items() if "sampled" in r}

@@ -158,7 +158,8 @@ def metric_spec(context) -> dg.DataVersionsByPartition:
     """Identity of each cell's metric suite: the columns its sweeps ask for, each with the code
     version of its metric (its module plus the shared kNN code)."""
     observed = last_data_versions(context.instance, "metric_spec")
-    return dg.DataVersionsByPartition({c: metric_version(s, observed.get(c)) for c, s in cell_suites(keystore.sweeps()).items()})
+    suites = cell_suites(keystore.sweeps())
+    return dg.DataVersionsByPartition({c: metric_version(s, observed.get(c)) for c, s in suites.items()})
 
 
 @dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP)
@@ -194,7 +195,7 @@ def record_observations(instance: dg.DagsterInstance) -> int:
     the same AssetObservation (data version tag) the UI's "Observe" writes, at a fraction of
     the cost of observation runs. Returns how many were recorded."""
     # Every partition's last version in bulk: one query per partition was ~1 ms a cell.
-    observed = {asset: last_data_versions(instance, asset) for asset in ("data_spec", "method_spec", "metric_spec", "sweep_spec")}
+    observed = {a: last_data_versions(instance, a) for a in ("data_spec", "method_spec", "metric_spec", "sweep_spec")}
     sweeps = keystore.sweeps()
     suites = cell_suites(sweeps)
     recorded = 0
