@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys
+from lab_assets.defs.assets import specs
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
@@ -263,3 +264,21 @@ def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the
     assert not _materializations("model")
     table = pd.read_parquet(lab / ".lab" / "assets" / "metrics" / Path(*sorted(cells)[0].split("|")).with_suffix(".parquet"))
     assert {"continuity@k=5", "knn_preservation@k=5"} <= set(table.columns)
+
+
+def test_a_lost_suite_record_costs_no_cell(lab):
+    """The key records of observed metric suites deleted (a lab home copied without `keys/`):
+    the plan still answers, every cell stays fresh, and a cell whose metrics file is lost
+    recomputes its metrics step alone, with its sweeps' suite."""
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    shutil.rmtree(lab / ".lab" / "keys" / "metric_suite")
+    specs.observed_suite.cache_clear()
+    assert register_and_plan(sweep).counts["fresh"] == 4
+    (lost,) = [p for p in (lab / ".lab" / "assets" / "metrics").rglob("*.parquet") if "|" not in p.name][:1]
+    lost.unlink()
+    result = run_sweep(sweep, workers=1)
+    assert result.ok and result.count("cells") == 1
+    [damaged] = [c for c in result.before.cells if c.status != "fresh"]
+    assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
+    assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(pd.read_parquet(lost).columns)

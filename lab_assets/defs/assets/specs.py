@@ -100,10 +100,11 @@ def metric_version(suite: list[MetricConfig], observed: str | None) -> str:
 def owed_suite(suite: list[MetricConfig], observed: str | None) -> list[MetricConfig]:
     """The columns a cell's metrics row holds: its suite, plus the columns of the observed suite
     that still cover it (`metric_version`)."""
-    if metric_version(suite, observed) != observed:
+    recorded = observed_suite(observed)
+    if recorded is None or metric_version(suite, observed) != observed:
         return suite
     have = {m.column for m in suite}
-    extra = [MetricConfig(r["metric"], r["params"]) for c, r in observed_suite(observed).items() if c not in have]
+    extra = [MetricConfig(r["metric"], r["params"]) for c, r in recorded.items() if c not in have]
     return sorted([*suite, *extra], key=lambda m: m.column)
 
 
