@@ -282,3 +282,20 @@ def test_a_lost_suite_record_costs_no_cell(lab):
     [damaged] = [c for c in result.before.cells if c.status != "fresh"]
     assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
     assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(pd.read_parquet(lost).columns)
+
+
+def test_the_uis_observe_records_the_versions_register_records(lab):
+    """"Observe sources" in the UI runs the specs' observation functions: they give every
+    partition the version `register` recorded, so observing changes nothing."""
+    from dagster._core.definitions.observe import observe  # what the UI's observation run executes
+
+    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    run_sweep(sweep, workers=1)
+    path = lab / "sweeps" / "tiny.yaml"
+    path.write_text(path.read_text().replace("  lid: {k: [10]}\n", ""))  # a metric removed: versions kept
+    register_and_plan(load_sweep(path))
+    by_partitions = [[a for a in specs.SPECS if a.partitions_def == d] for d in {a.partitions_def for a in specs.SPECS}]
+    for assets in by_partitions:  # one observation job per partitions definition
+        assert observe(assets, instance=get_instance()).success
+    assert specs.record_observations(get_instance()) == 0
+    assert register_and_plan(load_sweep(path)).counts["fresh"] == 4

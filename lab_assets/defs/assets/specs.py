@@ -159,8 +159,12 @@ def metric_spec(context) -> dg.DataVersionsByPartition:
     """Identity of each cell's metric suite: the columns its sweeps ask for, each with the code
     version of its metric (its module plus the shared kNN code)."""
     observed = last_data_versions(context.instance, "metric_spec")
-    suites = cell_suites(keystore.sweeps())
-    return dg.DataVersionsByPartition({c: metric_version(s, observed.get(c)) for c, s in suites.items()})
+    versions = {}
+    for cell, suite in cell_suites(keystore.sweeps()).items():
+        versions[cell] = metric_version(suite, observed.get(cell))
+        if versions[cell] != observed.get(cell):  # as `record_observations`: the record before the version
+            key_records.write(SUITE_RECORDS, versions[cell], suite_record(suite))
+    return dg.DataVersionsByPartition(versions)
 
 
 @dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP)
