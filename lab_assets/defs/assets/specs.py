@@ -69,15 +69,21 @@ def suite_record(suite: list[MetricConfig]) -> dict[str, dict]:
     return {m.column: {"metric": m.metric, "params": m.params, "version": column_version(m.metric)} for m in suite}
 
 
-@lru_cache(maxsize=256)
 def observed_suite(version: str | None) -> dict[str, dict] | None:
-    """The suite record of an observed `metric_spec` version (None: none, or no record of it)."""
+    """The suite record of an observed `metric_spec` version (None: none, or no record of it).
+    A record never changes (its name is its content's digest), so a found one is kept per process;
+    a missing one is looked for again (it may be written later, or in another lab home)."""
     if version is None:
         return None
-    try:
-        return key_records.read(SUITE_RECORDS, version, "`lab sweep run <file>`")
-    except key_records.UnknownKeyError:
-        return None
+    if version not in _SUITES:
+        try:
+            _SUITES[version] = key_records.read(SUITE_RECORDS, version, "`lab sweep run <file>`")
+        except key_records.UnknownKeyError:
+            return None
+    return _SUITES[version]
+
+
+_SUITES: dict[str, dict[str, dict]] = {}
 
 
 def _current(metric: str) -> str | None:
