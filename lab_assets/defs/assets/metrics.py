@@ -9,7 +9,6 @@ computes only the rest (a new column, an edited metric, a changed embedding). A 
 by other code or from other inputs is never carried.
 """
 
-
 from dataclasses import asdict
 
 import dagster as dg
