@@ -185,9 +185,10 @@ def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds:
 def _metrics_only(result) -> int:
     """Cells materialized by their metrics step alone: their embedding was fresh (defs/work.py)."""
     from lab_assets.defs.jobs import CELLS
+    from lab_assets.runner.run import MATERIALIZED
 
     only = {c.partition for c in (result.before.cells if result.before else []) if set(c.assets) == {"metrics"}}
-    return sum(o.partition in only for o in result.of("materialized", CELLS))
+    return sum(o.partition in only for o in result.of(MATERIALIZED, CELLS))
 
 
 def _save_noop(cache, sweep, result) -> None:

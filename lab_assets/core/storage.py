@@ -264,11 +264,17 @@ def parquet_frame(source: bytes | str | os.PathLike[str], columns: list[str] | N
 
 
 def read_parquet(path: str, columns: list[str] | None = None) -> pd.DataFrame:
+    return read_parquet_with_provenance(path, columns)[0]
+
+
+def read_parquet_with_provenance(path: str, columns: list[str] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A table and the provenance written with it (`parquet_provenance`), from one read."""
     data = read_bytes(path)
     try:
-        return parquet_frame(data, columns)
+        table = parquet_table(data, columns)
     except (pa.ArrowException, OSError):  # pyarrow's message names a '<Buffer>', never the file
         raise _damaged(path, data) from None
+    return table.to_pandas(use_threads=False), _provenance(table.schema.metadata)
 
 
 def read_parquets(paths: list[str]) -> pd.DataFrame:
@@ -293,12 +299,16 @@ def parquet_provenance(path: str) -> dict[str, Any]:
     on an object store a few ranged reads, not the whole file."""
     try:
         with filesystem().open(os.fspath(path), "rb") as f:
-            meta = pq.read_schema(f).metadata or {}
+            meta = pq.read_schema(f).metadata
     except FileNotFoundError:
         raise MissingAssetError(f"{path} does not exist", "materialize its partition first") from None
     except (pa.ArrowException, OSError):
         raise DamagedFileError(f"{path} is damaged: not a readable Parquet file", path=path) from None
-    return json.loads(meta.get(b"lab_assets", b"{}"))
+    return _provenance(meta)
+
+
+def _provenance(meta: dict[bytes, bytes] | None) -> dict[str, Any]:
+    return json.loads((meta or {}).get(b"lab_assets", b"{}"))
 
 
 def json_bytes(obj: Any) -> bytes:

@@ -55,12 +55,12 @@ class SweepPlan:
     datasets: dict[str, Status]
     cells: list[CellPlan]
     report: Status
+    # The consolidated table alone: a report whose sweep changed only what it shows (a metric
+    # taken out) is drawn again from the table as it is.
+    metric_table: Status
     # The cells whose own dataset partition is missing or stale (a dataset is partitioned by cell).
     pending_datasets: dict[tuple[str, str], Status] = field(default_factory=dict)
     planned_at: float = 0.0  # when the plan started looking (epoch seconds): runs that end later are news to it
-    # The consolidated table alone (None: not looked at): a report whose sweep changed only what
-    # it shows (a metric taken out) is drawn again from the table as it is.
-    metric_table: Status | None = None
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -172,4 +172,4 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
     report = _worst(report, table)
     r.save()
     pending = {k: s for k, s in data_status.items() if s.status != FRESH}
-    return SweepPlan(sweep, datasets, cells, report, pending, planned_at, table)
+    return SweepPlan(sweep, datasets, cells, report, table, pending, planned_at)

@@ -125,7 +125,7 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
         recheck=True,
     )
     ran = bool(datasets.runs or cells.runs)
-    table_due = ran or plan.metric_table is None or plan.metric_table.status != FRESH
+    table_due = ran or plan.metric_table.status != FRESH
     return Work(
         (datasets, cells, _tables(sweep, ran or plan.report.status != FRESH, table_due)),
         # The command's tags: a run of another command in flight for the same partition is waited

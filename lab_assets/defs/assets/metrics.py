@@ -34,21 +34,23 @@ COMPUTED, CARRIED = "computed", "carried"
 def previous_columns(cell: str) -> dict[str, dict]:
     """{column: {value, version, inputs, ...}} of the cell's stored row ({} if there is none, or
     it cannot be read: then every column is computed)."""
-    path = storage.asset_path("metrics", cell)
     try:
-        row = storage.read_parquet(path)
-        recorded = storage.parquet_provenance(path).get("columns", {})
+        row, prov = storage.read_parquet_with_provenance(storage.asset_path("metrics", cell))
     except storage.UnreadableFileError:
         return {}
     if len(row) != 1:
         return {}
-    return {c: {**r, "value": float(row[c].iloc[0])} for c, r in recorded.items() if c in row.columns}
+    return {c: {**r, "value": float(row[c].iloc[0])} for c, r in prov.get("columns", {}).items() if c in row.columns}
 
 
 def stored_versions(cell: str) -> dict[str, str]:
     """{column: code version} the cell's stored row was computed with (what `lab sweep plan`
-    compares a changed suite with)."""
-    return {c: r.get("version", "") for c, r in previous_columns(cell).items()}
+    compares a changed suite with), from the file's footer alone ({} if it cannot be read)."""
+    try:
+        recorded = storage.parquet_provenance(storage.asset_path("metrics", cell)).get("columns", {})
+    except storage.UnreadableFileError:
+        return {}
+    return {c: r.get("version", "") for c, r in recorded.items()}
 
 
 def compute_columns(suite: list[MetricConfig], table: pd.DataFrame, emb: pd.DataFrame, seed: int) -> dict[str, dict]:

@@ -48,6 +48,7 @@ def _shared_metric_code() -> str:
     return module_version(*map(source_file, SHARED_METRIC_CODE))
 
 
+@lru_cache(maxsize=None)  # registry code versions are fixed for a process: one digest per metric
 def column_version(metric: str) -> str:
     """The code a metric's columns are computed with: its entry (module, `sources=`, packages)
     and the shared code. A column is recomputed when this changes, and only then (or when the
