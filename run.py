@@ -26,9 +26,9 @@ NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection is empty: never a 
 
 COMMANDS = {
     "demo": [str(BIN / "lab"), "sweep", "run", "sweeps/demo.yaml"],
-    "test": [str(BIN / "python"), "-m", "pytest", "-q"],
     # Two xdist workers: the cluster's tests (mostly waiting) beside the rest (one at a time: they
     # use both cores); lab_assets_tests/conftest.py assigns the groups.
+    "test": [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup"],
     "test-slow": [str(BIN / "python"), "-m", "pytest", "-q", "-m", "slow", "-n", "2", "--dist", "loadgroup"],
     "bench": [str(BIN / "python"), "benchmarks/run_all.py"],
 }

@@ -65,11 +65,12 @@ metrics:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    """`run.py test-slow` runs two xdist workers, `--dist loadgroup`: the slow tests that mostly
-    wait (on a cluster's processes, polls and outages: `xdist_group("cluster")`) on one, beside
-    the others, which compete for the 2 cores and so run one at a time on the other (`cores`)."""
+    """`run.py test` and `test-slow` run two xdist workers, `--dist loadgroup`: the tests that mostly
+    wait (on Postgres, a cluster's processes, polls and outages: test_cluster.py's `cluster` group)
+    on one, beside all the others, which compete for the 2 cores and so run one at a time, in their
+    usual order, on the other (`cores`)."""
     for item in items:
-        if item.get_closest_marker("slow") and not item.get_closest_marker("xdist_group"):
+        if not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("cores"))
 
 

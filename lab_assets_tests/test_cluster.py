@@ -4,8 +4,8 @@ against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 s
 code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep;
 slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
 GraphQL backfill. The slow tests share one cluster, started from a non-editable install (the
-object store's cut needs one of its own, behind a proxy), and run in the `cluster` xdist group:
-mostly waiting, beside the slow tests that use the cores (conftest.py, `run.py test-slow`)."""
+object store's cut needs one of its own, behind a proxy). Every test here runs in the `cluster`
+xdist group (conftest.py, `run.py`)."""
 
 import json
 import math
@@ -34,6 +34,8 @@ from lab_assets.cli import cluster
 from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
+# Mostly waiting (on Postgres, a cluster's processes, polls and outages): beside the tests that use the cores.
+pytestmark = pytest.mark.xdist_group("cluster")
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = """
 name: one
@@ -369,11 +371,11 @@ def own_sweep(lab: Path, name: str, seed: int) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
-def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster, lab, monkeypatch):
-    """`pip install .` (no source tree): the k8s files ship as package data, every part starts
+def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster):
+    """`pip install .` (no source tree): the k8s files ship as package data, and every part starts
     through its public command (`dagster-daemon run`, not a private module) and imports the
-    installed copy, and a sweep submitted to it completes."""
+    installed copy (`up` waited for the code location: the definitions loaded). The runs of the
+    other tests on this cluster import it too."""
     packaged = installed.site / "lab_assets" / "cli" / "cluster_files"
     for name in ("dagster.yaml", "workspace.yaml"):
         assert not (packaged / name).is_symlink()
@@ -389,15 +391,6 @@ def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster,
     assert Path(daemon[1]).name == "dagster-daemon" and daemon[2] == "run", daemon
     assert not any("dagster._" in arg for part in lab_cluster.pids.values()
                    for arg in Path(f"/proc/{part}/cmdline").read_text().split("\0")), "a private module started"
-
-    use_cluster(lab_cluster, lab, monkeypatch)
-    (lab / "sweeps" / "one.yaml").write_text(ONE_CELL)
-    env = {**installed.env, **{k: v for k, v in os.environ.items() if k.startswith(("LAB_", "AWS_", "DAGSTER_"))}}
-    submitted = subprocess.run([str(installed.site / "bin" / "lab"), "sweep", "run", "sweeps/one.yaml", "--json",
-                                "--submit", lab_cluster.ui_url], cwd=lab, env=env, capture_output=True, text=True,
-                               timeout=400)
-    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
-    assert json.loads(submitted.stdout)["materialized"]["cells"] == 1
 
 
 @pytest.mark.parametrize("endpoint, why", [
@@ -460,7 +453,6 @@ def storage_key(asset: str, partition: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
 def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
     # The embedded default (SQLite, local files), as the reference.
     embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
@@ -521,7 +513,6 @@ metrics:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
 def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_cluster, monkeypatch):
     import signal
 
@@ -529,6 +520,7 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
 
     use_cluster(lab_cluster, lab, monkeypatch)
     (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
+    earlier = set((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -538,6 +530,8 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
     def cell_mid_run():
         for job in runs.glob("dagster-run-*/job.json"):
             log = job.parent / "output.log"
+            if job.parent in earlier or (job.parent / "exit_code").exists():
+                continue
             if "materialize_cells" in job.read_text() and log.is_file() and "STEP_START" in log.read_text(errors="replace"):
                 return job.parent
         return None
@@ -602,7 +596,6 @@ def unfinished_runs_said(instance: dg.DagsterInstance, runs_dir: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
 def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, lab_cluster, monkeypatch):
     import time
 
@@ -613,6 +606,7 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     use_cluster(lab_cluster, lab, monkeypatch)
     runs = Path(lab_cluster.folder) / "runs"
     sweep_file = own_sweep(lab, "restart", seed=1)
+    earlier = set(runs.glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", sweep_file, "--quiet", "--submit", lab_cluster.ui_url],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -620,7 +614,7 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
 
     def cells_running():
         return any("materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
-                   for j in runs.glob("dagster-run-*/job.json"))
+                   for j in runs.glob("dagster-run-*/job.json") if j.parent not in earlier)
 
     wait_for(cells_running, 180, "the cells' runs")
     pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
@@ -653,7 +647,6 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
 def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monkeypatch):
     """The UI's path: one `launchPartitionBackfill` over the sweep's partitions of every asset,
     through the cluster's webserver; the daemon orders and launches the runs."""
@@ -709,7 +702,6 @@ def s3_behind_a_proxy():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("cluster")
 def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_completes(lab, s3_behind_a_proxy, monkeypatch):
     """The store goes away in the middle of a cell's upload (its first embedding PUT is torn) and
     stays away while the cells and their retries run; then it comes back."""
