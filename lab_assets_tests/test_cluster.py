@@ -4,8 +4,8 @@ against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 s
 code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep;
 slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
 GraphQL backfill. The slow tests share one cluster, started from a non-editable install (the
-object store's cut needs one of its own, behind a proxy). Every test here runs in the `cluster`
-xdist group (conftest.py, `run.py`)."""
+object store's cut needs one of its own, behind a proxy). Under `run.py`'s two xdist workers
+these tests run on one, beside the rest (conftest.py, WAITING)."""
 
 import json
 import math
@@ -34,8 +34,6 @@ from lab_assets.cli import cluster
 from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
-# Mostly waiting (on Postgres, a cluster's processes, polls and outages): beside the tests that use the cores.
-pytestmark = pytest.mark.xdist_group("cluster")
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = """
 name: one
