@@ -63,6 +63,27 @@ metrics:
 """
 
 
+# Test files whose tests mostly wait (on Postgres, a cluster's processes, polls and outages).
+WAITING = {"lab_assets_tests/test_cluster.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own scheduler
+def pytest_xdist_make_scheduler(config, log):
+    """`run.py test` and `test-slow` run two xdist workers, `--dist loadscope`, with two scopes:
+    the WAITING files' tests on one worker, beside all the others, which compete for the 2 cores and
+    so run one at a time, in their usual order, on the other. (xdist's `loadgroup` marks do not
+    work with pytest 9: xdist renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WaitingBesideCores(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "waiting" if nodeid.split("::")[0] in WAITING else "cores"
+
+    return WaitingBesideCores(config, log)
+
+
 @pytest.fixture(scope="module")
 def single_threaded():
     """As in the sweep runner (threads.SINGLE_THREADED): OpenMP spinning on a shared 2-core

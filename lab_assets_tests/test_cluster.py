@@ -3,7 +3,9 @@ absent), the instance built from the shipped Kubernetes files, the asset-row rac
 against it, and the one-machine cluster (`lab cluster up`: Postgres, moto's S3 server, the gRPC
 code server, webserver, daemon, one process per run from dagster-k8s's Job) running a sweep;
 slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
-GraphQL backfill."""
+GraphQL backfill. The slow tests share one cluster, started from a non-editable install (the
+object store's cut needs one of its own, behind a proxy). Under `run.py`'s two xdist workers
+these tests run on one, beside the rest (conftest.py, WAITING)."""
 
 import json
 import math
@@ -12,11 +14,14 @@ import os
 import secrets
 import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import tomllib
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -293,27 +298,97 @@ def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_se
 
 
 @contextmanager
-def running_cluster(lab: Path, *options: str):
-    """`lab cluster up` in the test's folder (fresh database, bucket and instance), as a person
-    starts it; `lab cluster down` after, which must find every part it started still running."""
+def running_cluster(lab: Path, *options: str, run=lab_cli):
+    """`lab cluster up` in the folder (fresh database, bucket and instance), as a person starts
+    it; `lab cluster down` after, which must find every part it started still running. `run`:
+    how `lab` is run (default: this interpreter's package, `lab_cli`)."""
     folder = lab / "cluster"
-    out = lab_cli("cluster", "up", "--dir", str(folder), *options, cwd=lab, timeout=180)
+    out = run("cluster", "up", "--dir", str(folder), *options, cwd=lab, timeout=180)
     state = cluster.State.load(folder) if (folder / "state.json").is_file() else None
     try:
         assert out.returncode == 0, out.stdout + out.stderr
         assert re.search(r"Dagster UI on (\S+)", out.stdout)[1] == state.ui_url
         yield state
     finally:
-        down = lab_cli("cluster", "down", "--dir", str(folder), cwd=lab)
+        down = run("cluster", "down", "--dir", str(folder), cwd=lab)
         parts = ["daemon", "webserver", "code-server", *([] if "--s3-endpoint" in options else ["s3"]), "postgres"]
         assert f"stopped {', '.join(parts)} (" in down.stdout, down.stdout + down.stderr
         assert not [p for p in state.pids.values() if alive(p)] if state else True
 
 
-@pytest.fixture
-def lab_cluster(lab):
-    with running_cluster(lab) as state:
+@dataclass
+class Installed:
+    """The package installed without -e, in a folder of its own (`site`), and how to run it."""
+
+    site: Path
+    env: dict[str, str]
+
+    def lab(self, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.site / "bin" / "lab"), *args], cwd=cwd, env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Installed:
+    """A plain (non-editable) install of a copy of the source tree: `pip install --no-deps
+    --target`, offline (no build isolation: this venv's setuptools; dependencies: this venv's
+    pinned ones). Its folder comes first on PYTHONPATH, before this venv's editable finder, and
+    every part and run of a cluster inherits it; the commands run outside the source tree."""
+    root = tmp_path_factory.mktemp("installed")
+    source = root / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "lab_assets", source / "lab_assets", symlinks=True, ignore=ignore)  # links to k8s/base
+    shutil.copytree(REPO / "k8s" / "base", source / "k8s" / "base")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(REPO / name, source / name)
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(site), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("LAB_") or k == "DAGSTER_HOME")}
+    env.update(PYTHONPATH=str(site), LAB_SERVICE="0")
+    (root / "project").mkdir()
+    return Installed(site, env)
+
+
+@pytest.fixture(scope="module")
+def lab_cluster(installed):
+    """One `lab cluster up` for the slow tests that take the cluster as it comes, started from the
+    non-editable install: an up and a down cost ~1 min on the 2-core VM. Each test runs a sweep of
+    its own (its own cells, report and runs), and the tests after the Postgres stop also show the
+    cluster working after it."""
+    with running_cluster(installed.site.parent / "project", run=installed.lab) as state:
         yield state
+
+
+def own_sweep(lab: Path, name: str, seed: int) -> str:
+    """The tiny sweep under another name and seed (cells no other test on the shared cluster has);
+    its file under sweeps/."""
+    (lab / "sweeps" / f"{name}.yaml").write_text(TINY_SWEEP.replace("name: tiny", f"name: {name}").replace("[0]", f"[{seed}]"))
+    return f"sweeps/{name}.yaml"
+
+
+@pytest.mark.slow
+def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster):
+    """`pip install .` (no source tree): the k8s files ship as package data, and every part starts
+    through its public command (`dagster-daemon run`, not a private module) and imports the
+    installed copy (`up` waited for the code location: the definitions loaded). The runs of the
+    other tests on this cluster import it too."""
+    packaged = installed.site / "lab_assets" / "cli" / "cluster_files"
+    for name in ("dagster.yaml", "workspace.yaml"):
+        assert not (packaged / name).is_symlink()
+        assert (packaged / name).read_bytes() == (REPO / "k8s" / "base" / name).read_bytes()
+    where = subprocess.run([sys.executable, "-c", "import lab_assets; print(lab_assets.__file__)"], env=installed.env,
+                           cwd=installed.site.parent / "project", capture_output=True, text=True, check=True)
+    assert Path(where.stdout.strip()).parent == installed.site / "lab_assets"
+    for part in ("code-server", "webserver", "daemon"):
+        pid = lab_cluster.pids[part]
+        environ = dict(v.split("=", 1) for v in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in v)
+        assert environ["PYTHONPATH"] == str(installed.site), part
+    daemon = Path(f"/proc/{lab_cluster.pids['daemon']}/cmdline").read_text().split("\0")
+    assert Path(daemon[1]).name == "dagster-daemon" and daemon[2] == "run", daemon
+    assert not any("dagster._" in arg for part in lab_cluster.pids.values()
+                   for arg in Path(f"/proc/{part}/cmdline").read_text().split("\0")), "a private module started"
 
 
 @pytest.mark.parametrize("endpoint, why", [
@@ -355,8 +430,12 @@ def use_cluster(state, lab: Path, monkeypatch) -> None:
     storage._filesystem.cache_clear()
 
 
-def read_metric_table(path: str, storage_options: dict | None = None) -> pd.DataFrame:
-    table = pd.read_parquet(path, storage_options=storage_options)
+def read_metric_table(path: str, like: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The metric table without provenance; with `like`, only its rows and columns (a shared
+    cluster's table holds every test's cells)."""
+    table = pd.read_parquet(path)
+    if like is not None:
+        table = table[table["partition"].isin(like["partition"])][list(like.columns)]
     # Provenance differs by design between two executions (run ids, timings, hosts).
     keep = [c for c in table.columns if c == "partition" or "@" in c or c in ("dataset_label", "method", "seed", "n")]
     return table[keep].sort_values("partition").reset_index(drop=True)
@@ -380,17 +459,18 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
 
     # The same sweep submitted to the cluster: its instance (Postgres), its object store.
     use_cluster(lab_cluster, lab, monkeypatch)
+    earlier = set((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))  # other tests' runs
     submitted = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4  # 0 stale, 0 missing
 
-    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet", reference)
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
 
     # Every run was its own process, from the Job dagster-k8s built, in a private folder, and the
     # four cells ran at once. 6 runs: each cell (with its dataset partition), table, report.
-    runs = sorted((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))
+    runs = sorted(set((Path(lab_cluster.folder) / "runs").glob("dagster-run-*")) - earlier)
     assert len(runs) == 6 and all((r / "exit_code").read_text() == "0" for r in runs)
     jobs = [json.loads((r / "job.json").read_text()) for r in runs]
     containers = [j["spec"]["template"]["spec"]["containers"][0] for j in jobs]
@@ -433,13 +513,12 @@ metrics:
 @pytest.mark.slow
 def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_cluster, monkeypatch):
     import signal
-    import subprocess
-    import sys
 
     from lab_assets_tests.conftest import wait_for
 
     use_cluster(lab_cluster, lab, monkeypatch)
     (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
+    earlier = set((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -449,6 +528,8 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
     def cell_mid_run():
         for job in runs.glob("dagster-run-*/job.json"):
             log = job.parent / "output.log"
+            if job.parent in earlier or (job.parent / "exit_code").exists():
+                continue
             if "materialize_cells" in job.read_text() and log.is_file() and "STEP_START" in log.read_text(errors="replace"):
                 return job.parent
         return None
@@ -514,8 +595,6 @@ def unfinished_runs_said(instance: dg.DagsterInstance, runs_dir: Path):
 
 @pytest.mark.slow
 def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, lab_cluster, monkeypatch):
-    import subprocess
-    import sys
     import time
 
     import s3fs
@@ -524,14 +603,16 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
 
     use_cluster(lab_cluster, lab, monkeypatch)
     runs = Path(lab_cluster.folder) / "runs"
+    sweep_file = own_sweep(lab, "restart", seed=1)
+    earlier = set(runs.glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url],
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", sweep_file, "--quiet", "--submit", lab_cluster.ui_url],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
     def cells_running():
         return any("materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
-                   for j in runs.glob("dagster-run-*/job.json"))
+                   for j in runs.glob("dagster-run-*/job.json") if j.parent not in earlier)
 
     wait_for(cells_running, 180, "the cells' runs")
     pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
@@ -556,9 +637,9 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
         for partition in instance.get_materialized_partitions(dg.AssetKey(asset)):
             assert fs.exists(f"{cluster.BUCKET}/{storage_key(asset, partition)}"), (asset, partition)
 
-    rerun = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    rerun = lab_cli("sweep", "run", sweep_file, "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    plan = json.loads(lab_cli("sweep", "plan", sweep_file, "--json", cwd=lab).stdout)
     assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
     assert plan["report"]["status"] == "fresh"
 
@@ -572,19 +653,20 @@ def test_sweep_backfilled_through_graphql_on_the_cluster_equals_the_embedded_def
     from lab_assets.dr.sweep import load_sweep
     from lab_assets.runtime import instance
 
-    embedded = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab)
+    sweep_file = own_sweep(lab, "backfilled", seed=2)
+    embedded = lab_cli("sweep", "run", sweep_file, "--quiet", cwd=lab)
     assert embedded.returncode == 0, embedded.stderr
     reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
 
     use_cluster(lab_cluster, lab, monkeypatch)
     instance.get_instance.cache_clear()
-    sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    sweep = load_sweep(lab / sweep_file)
     register(instance.get_instance(), sweep)  # partition keys exist before the UI can ask for them
     backfill(int(lab_cluster.ui_url.rsplit(":", 1)[1]), sweep, timeout=400)
 
-    plan = json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
+    plan = json.loads(lab_cli("sweep", "plan", sweep_file, "--json", cwd=lab).stdout)
     assert [c["status"] for c in plan["cells"]] == ["fresh"] * 4
-    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet", reference)
     pd.testing.assert_frame_equal(result, reference, check_exact=True)
     instance.get_instance.cache_clear()
 

@@ -7,6 +7,10 @@
 - the webserver and the daemon (`dagster-webserver`, `dagster-daemon run`), loading a workspace
   that is k8s/base/workspace.yaml with the host and port of that code server.
 
+Every part is started through its public command, as the Kubernetes Deployments start it. The two
+files read from k8s/base/ ship inside the package (`cluster_files/`, links to them in the source
+tree, copies in a wheel), so a plain `pip install .` runs `lab cluster up` too.
+
 The instance is k8s/base/dagster.yaml with host names, ports and the database name overridden,
 and two differences: the run launcher is `lab_assets.runtime.process_launcher.ProcessRunLauncher`
 (dagster-k8s's K8sRunLauncher building each run's Job, a local process running its container),
@@ -38,10 +42,11 @@ from pathlib import Path
 import yaml
 
 from lab_assets.core.processes import alive
+from lab_assets.core.settings import DAGSTER_HOME_VAR, HOME_VAR, STORAGE_URL_VAR
 
-REPO = Path(__file__).resolve().parents[2]
-K8S_INSTANCE = REPO / "k8s" / "base" / "dagster.yaml"
-K8S_WORKSPACE = REPO / "k8s" / "base" / "workspace.yaml"
+# k8s/base/dagster.yaml and workspace.yaml, as package data (pyproject.toml).
+K8S_INSTANCE = Path(__file__).with_name("cluster_files") / "dagster.yaml"
+K8S_WORKSPACE = Path(__file__).with_name("cluster_files") / "workspace.yaml"
 BUCKET = "lab-assets"
 DB_USER = "dagster"
 CURRENT_IMAGE = "lab-assets:local"
@@ -307,10 +312,10 @@ def cluster_env(state: State, creds: dict[str, str]) -> dict[str, str]:
     folder = Path(state.folder)
     return {
         **creds,
-        "DAGSTER_HOME": str(folder / "dagster_home"),
+        DAGSTER_HOME_VAR: str(folder / "dagster_home"),
         "AWS_ENDPOINT_URL": state.s3_endpoint,
         "AWS_DEFAULT_REGION": "us-east-1",
-        "LAB_STORAGE_URL": f"s3://{BUCKET}/lab",
+        STORAGE_URL_VAR: f"s3://{BUCKET}/lab",
     }
 
 
@@ -321,6 +326,14 @@ def _spawn(name: str, argv: list[str], env: dict[str, str], folder: Path) -> sub
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     finally:
         log.close()
+
+
+def _script(name: str, env: dict[str, str]) -> str:
+    """An installed command (a console script of this interpreter's environment comes first on `env`'s PATH)."""
+    found = shutil.which(name, path=env.get("PATH"))
+    if found is None:
+        raise ClusterError(f"`{name}` was not found on PATH ({env.get('PATH')}): install dagster's packages")
+    return found
 
 
 def _http_ok(url: str) -> bool:
@@ -366,7 +379,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         env = {**os.environ, **cluster_env(state, creds)}
         # The image's PATH has its Python's scripts (dagster, the run pods' command) first.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
-        home = Path(env["DAGSTER_HOME"])
+        home = Path(env[DAGSTER_HOME_VAR])
         home.mkdir(exist_ok=True)
         runs_dir = folder / "runs"
         runs_dir.mkdir(exist_ok=True)
@@ -379,7 +392,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         if s3_endpoint is None:
             s3 = _spawn("s3", [py, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(state.s3_port)], env, folder)
             state.pids["s3"] = s3.pid
-        code_env = {**env, "LAB_HOME": str(folder / "lab"), "DAGSTER_CURRENT_IMAGE": CURRENT_IMAGE}
+        code_env = {**env, HOME_VAR: str(folder / "lab"), "DAGSTER_CURRENT_IMAGE": CURRENT_IMAGE}
         grpc = _spawn("code-server", [py, "-m", "dagster", "api", "grpc", "-m", "lab_assets.defs.definitions",
                                       "-h", "127.0.0.1", "-p", str(state.grpc_port)], code_env, folder)
         state.pids["code-server"] = grpc.pid
@@ -393,7 +406,7 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
         workspace = ["-w", str(folder / "workspace.yaml")]
         web = _spawn("webserver", [py, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(state.ui_port),
                                    *workspace], env, folder)
-        daemon = _spawn("daemon", [py, "-m", "dagster._daemon", "run", *workspace], env, folder)
+        daemon = _spawn("daemon", [_script("dagster-daemon", env), "run", *workspace], env, folder)
         state.pids.update(webserver=web.pid, daemon=daemon.pid)
         state.save()
         wait_until(lambda: _location_loaded(state.ui_url), timeout, "the webserver with the code location",

@@ -4,8 +4,8 @@ each step's captured stdout/stderr), the place a one-line failure in `lab sweep 
 from __future__ import annotations
 
 import datetime
-import os
-from pathlib import Path
+
+from lab_assets.core.settings import dagster_home
 
 UI_URL = "http://127.0.0.1:3000/runs/{run_id}"
 
@@ -23,7 +23,7 @@ def resolve(instance, run_id: str) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise UnknownRun(f"no run {run_id!r} in the instance at {os.environ.get('DAGSTER_HOME', '?')}")
+        raise UnknownRun(f"no run {run_id!r} in the instance at {dagster_home()}")
     raise UnknownRun(f"run id prefix {run_id!r} is ambiguous: {', '.join(sorted(found)[:5])}, ...")
 
 
@@ -60,7 +60,7 @@ def run_log(instance, run_id: str) -> list[str]:
             if error is not None:
                 message = f"{message}\n{error.to_string().rstrip()}"
         lines.append(f"{_when(entry.timestamp)} {step:<18} {kind:<22} {message}".rstrip())
-    logs = Path(os.environ.get("DAGSTER_HOME", "")) / "storage" / run_id / "compute_logs"
+    logs = dagster_home() / "storage" / run_id / "compute_logs"
     for path in sorted(logs.glob("*.out")) + sorted(logs.glob("*.err")) if logs.is_dir() else []:
         text = path.read_text(errors="replace").strip()
         if text:

@@ -422,7 +422,7 @@ def _show(name: str, as_json: bool, heartbeat: dict | None) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from lab_assets.cli.ui import serve
-    from lab_assets.core.settings import project_dir
+    from lab_assets.core.settings import dagster_home, project_dir
     from lab_assets.runtime.instance import get_instance
 
     # The instance's tables, created here once: on a fresh lab home the webserver and the daemon
@@ -431,7 +431,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     get_instance()
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]
-    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", flush=True)
+    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={dagster_home()})", flush=True)
     os.chdir(project_dir())
     return serve(args.host, args.port, target)
 

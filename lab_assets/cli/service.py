@@ -43,9 +43,11 @@ import tempfile
 import time
 from pathlib import Path
 
-SWITCH = "LAB_SERVICE"  # "1": use it, "0": never; unset: when stdin and stderr are terminals
-IDLE = "LAB_SERVICE_IDLE"  # seconds a service waits for a command before it ends
-CHILD = "LAB_SERVICE_CHILD"  # set in a command the service runs: it never forwards again
+from lab_assets.core import settings
+from lab_assets.core.settings import SERVICE_CHILD_VAR as CHILD
+from lab_assets.core.settings import SERVICE_IDLE_VAR as IDLE
+from lab_assets.core.settings import SERVICE_VAR as SWITCH
+
 # Variables a shell or terminal changes between two commands without changing what they compute.
 VOLATILE = frozenset({"PWD", "OLDPWD", "_", "SHLVL", "COLUMNS", "LINES", "WINDOWID", "TERM_SESSION_ID", "SSH_TTY",
                       "SSH_CLIENT", "SSH_CONNECTION", "TMUX_PANE", "STY", "GPG_TTY", "PS1", "PROMPT_COMMAND",
@@ -58,8 +60,8 @@ MESSAGE = 1 << 20  # bytes: a request (argv, folder, environment) fits in one me
 def enabled() -> bool:
     """LAB_SERVICE=1, or unset on Linux in a terminal. Not by default elsewhere: macOS's system
     libraries are not safe in a child forked without exec (why Python's multiprocessing spawns there)."""
-    choice = os.environ.get(SWITCH, "")
-    if os.environ.get(CHILD) or choice == "0":
+    choice = settings.service_choice()
+    if settings.in_service_child() or choice == "0":
         return False
     terminal = all(s is not None and s.isatty() for s in (sys.stdin, sys.stderr))
     return choice == "1" or (terminal and sys.platform.startswith("linux"))
@@ -67,7 +69,7 @@ def enabled() -> bool:
 
 def inside() -> bool:
     """This process is a command the service forked: its modules are loaded, no thread runs."""
-    return bool(os.environ.get(CHILD))
+    return settings.in_service_child()
 
 
 def key(env: dict[str, str] | None = None) -> str:
@@ -141,7 +143,7 @@ def _start(here: Path, k: str) -> socket.socket | None:
     while time.monotonic() < deadline:
         if (sock := _connect(here / f"{k}.sock")) is not None:
             print(f"lab: started the warm service (Dagster and the libraries stay loaded for the next commands; it "
-                  f"ends after {float(os.environ.get(IDLE, '1800')) / 60:g} min idle, on `lab service stop`; "
+                  f"ends after {settings.service_idle_seconds() / 60:g} min idle, on `lab service stop`; "
                   f"LAB_SERVICE=0: never use it)", file=sys.stderr, flush=True)
             return sock
         if process.poll() not in (None, 0):  # 0: another command's service holds the key; it will listen

@@ -23,7 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from lab_assets.cli.service import CHILD, IDLE, MESSAGE, folder, key
+from lab_assets.cli.service import CHILD, MESSAGE, folder, key
+from lab_assets.core.settings import PER_LAB_HOME, service_idle_seconds
 
 def _load() -> None:
     """Everything a command's first run would load, loaded once here. Threads must not start:
@@ -82,7 +83,7 @@ def _rehearse() -> None:
 
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="lab-service-") as tmp:
-        for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR", "DAGSTER_HOME", "LAB_HOME"):
+        for var in PER_LAB_HOME:
             os.environ.pop(var, None)
         os.environ.update(LAB_PROJECT_DIR=tmp, WANDB_MODE="disabled")
         Path(tmp, "rehearsal.yaml").write_text(REHEARSAL)
@@ -121,7 +122,7 @@ def serve(k: str) -> int:
     listener.listen(16)
     print(f"lab service {k}: pid {os.getpid()}, listening on {path}", flush=True)
     try:
-        exit_code = _loop(code, listener, path, float(os.environ.get(IDLE, "1800")))
+        exit_code = _loop(code, listener, path, service_idle_seconds())
     finally:
         listener.close()
         for name in (f"{k}.sock", f"{k}.pid", f"{k}.lock"):

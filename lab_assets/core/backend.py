@@ -10,11 +10,12 @@ device it does not know.
 from __future__ import annotations
 
 import importlib.util
-import os
 import platform
 from dataclasses import dataclass
 
 import torch
+
+from lab_assets.core import settings
 
 # Substring of torch.cuda.get_device_name() -> peak dense bf16 FLOP/s. Order matters: the first
 # match wins, so more specific names come first ("H100 PCIe" before "H100").
@@ -52,8 +53,9 @@ class Backend:
 
 def peak_flops(device_name: str) -> float | None:
     """Peak dense bf16 FLOP/s of a device, by name; LAB_PEAK_FLOPS wins when set."""
-    if os.environ.get("LAB_PEAK_FLOPS"):
-        return float(os.environ["LAB_PEAK_FLOPS"])
+    override = settings.peak_flops_override()
+    if override is not None:
+        return override
     for needle, flops in PEAK_BF16_FLOPS:
         if needle.lower() in device_name.lower():
             return flops
@@ -63,13 +65,13 @@ def peak_flops(device_name: str) -> float | None:
 def _compile_wanted() -> bool:
     # torch.compile on GPUs needs Triton; without it, eager is the clean fallback.
     # LAB_TORCH_COMPILE=0 turns it off (debugging, or a driver where Inductor misbehaves).
-    return os.environ.get("LAB_TORCH_COMPILE", "1") != "0" and importlib.util.find_spec("triton") is not None
+    return settings.torch_compile_allowed() and importlib.util.find_spec("triton") is not None
 
 
 def detect() -> Backend:
     """The best device present, in the order CUDA/ROCm (both are torch.cuda), MPS, CPU.
     `LAB_DEVICE=cpu` forces the CPU (tests, or sharing a GPU box)."""
-    forced = os.environ.get("LAB_DEVICE", "")
+    forced = settings.forced_device()
     if forced not in ("", "cpu"):
         raise ValueError(f"LAB_DEVICE={forced!r}: allowed values are 'cpu' or unset (auto-detect)")
     if forced != "cpu" and torch.cuda.is_available():

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
-import pydantic
-import yaml
+if TYPE_CHECKING:
+    import pydantic
 
 
 class InputError(ValueError):
@@ -46,6 +47,11 @@ def pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: li
 def yaml_model(text: str, source: str, model: type[pydantic.BaseModel], error: type[InputError] = InputError):
     """A YAML file's text validated against `model`; `error` lists every problem with its line
     or field (shared by sweep and study files)."""
+    # Imported on use: `settings` (LabHomeError) is imported by `lab`'s hand-over to the warm
+    # service, which parses nothing (pydantic + yaml: ~35 ms).
+    import pydantic
+    import yaml
+
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -1,5 +1,10 @@
-"""Where things live. Everything is derived from two environment variables, so a laptop, CI and
-a cluster pod differ only in their environment, never in code."""
+"""Where things live and how a process is configured: the one reader of the `LAB_*` variables
+and DAGSTER_HOME (`lab_assets_tests/test_settings.py` fails on a read elsewhere), so a laptop, CI
+and a cluster pod differ only in their environment, never in code. Every place derives from two
+of them (LAB_PROJECT_DIR, LAB_HOME); the rest choose storage, executor, device and tracking.
+
+Values are read when asked, never at import: the warm service forks commands that each bring
+their own environment (`cli/service_server.py`)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,26 @@ PROBE_BYTES = 1 << 20
 UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT}
 
 
+# The variables' names, for code that writes a child process's environment.
+PROJECT_DIR_VAR = "LAB_PROJECT_DIR"
+HOME_VAR = "LAB_HOME"
+DAGSTER_HOME_VAR = "DAGSTER_HOME"
+STORAGE_URL_VAR = "LAB_STORAGE_URL"
+STORAGE_OPTIONS_VAR = "LAB_STORAGE_OPTIONS"
+EXECUTOR_VAR = "LAB_EXECUTOR"
+SERVICE_VAR = "LAB_SERVICE"  # "1": use the warm service, "0": never; unset: when stdin and stderr are terminals
+SERVICE_IDLE_VAR = "LAB_SERVICE_IDLE"  # seconds a service waits for a command before it ends
+SERVICE_CHILD_VAR = "LAB_SERVICE_CHILD"  # set in a command the service runs: it never forwards again
+# What places a command's files and instance, and how it runs them: a process serving another
+# command's lab home sets these anew.
+PER_LAB_HOME = (STORAGE_URL_VAR, STORAGE_OPTIONS_VAR, EXECUTOR_VAR, DAGSTER_HOME_VAR, HOME_VAR)
+SERVICE_IDLE_DEFAULT_S = 1800.0
+
+
+def _get(name: str, default: str = "") -> str:
+    return os.environ.get(name) or default
+
+
 def _resolve(path: str | os.PathLike[str]) -> Path:
     return _resolved(os.fspath(path), os.getcwd())
 
@@ -31,12 +56,12 @@ def _resolved(path: str, cwd: str) -> Path:
 
 def project_dir() -> Path:
     """The lab's project folder (sweeps/, relative data paths). Default: the current folder."""
-    return _resolve(os.environ.get("LAB_PROJECT_DIR") or ".")
+    return _resolve(_get(PROJECT_DIR_VAR, "."))
 
 
 def lab_home() -> Path:
     """Asset files, key records and the embedded Dagster instance. Default: <project>/.lab."""
-    return _resolve(os.environ.get("LAB_HOME") or project_dir() / ".lab")
+    return _resolve(_get(HOME_VAR) or project_dir() / ".lab")
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
@@ -52,14 +77,72 @@ class LabHomeError(InputError):
 
 
 def dagster_home() -> Path:
-    return _resolve(os.environ.get("DAGSTER_HOME") or lab_home() / "dagster")
+    """The Dagster instance's folder: DAGSTER_HOME, default <lab home>/dagster."""
+    return _resolve(_get(DAGSTER_HOME_VAR) or lab_home() / "dagster")
+
+
+def dagster_home_chosen() -> Path | None:
+    """DAGSTER_HOME as set in the environment (by the user, or by `instance.prepare_dagster_home`), unresolved."""
+    value = _get(DAGSTER_HOME_VAR)
+    return Path(value) if value else None
+
+
+def storage_url() -> str:
+    """LAB_STORAGE_URL: the root of every file (a local path or an fsspec URL); "" = the lab home."""
+    return _get(STORAGE_URL_VAR)
+
+
+def storage_options() -> str:
+    """LAB_STORAGE_OPTIONS: JSON keyword arguments of the storage URL's fsspec filesystem ("" = none)."""
+    return _get(STORAGE_OPTIONS_VAR)
+
+
+def executor() -> str:
+    """LAB_EXECUTOR: how a run's steps execute, `in_process` (default) or `k8s`."""
+    return _get(EXECUTOR_VAR, "in_process")
+
+
+def forced_device() -> str:
+    """LAB_DEVICE: "cpu" forces the CPU; "" auto-detects (checked by `backend.detect`)."""
+    return _get("LAB_DEVICE")
+
+
+def peak_flops_override() -> float | None:
+    """LAB_PEAK_FLOPS: the device's peak bf16 FLOP/s, for a device `backend`'s table lacks."""
+    value = _get("LAB_PEAK_FLOPS")
+    return float(value) if value else None
+
+
+def torch_compile_allowed() -> bool:
+    """LAB_TORCH_COMPILE=0 turns torch.compile off (debugging, or a driver where Inductor misbehaves)."""
+    return _get("LAB_TORCH_COMPILE", "1") != "0"
+
+
+def tracking_off() -> bool:
+    """LAB_WANDB=off: no W&B run per cell."""
+    return _get("LAB_WANDB", "on") == "off"
+
+
+def service_choice() -> str:
+    """LAB_SERVICE: "1", "0" or "" (`cli/service.enabled`)."""
+    return _get(SERVICE_VAR)
+
+
+def in_service_child() -> bool:
+    """This process is a command the warm service forked (LAB_SERVICE_CHILD set)."""
+    return bool(_get(SERVICE_CHILD_VAR))
+
+
+def service_idle_seconds() -> float:
+    """LAB_SERVICE_IDLE: how long a warm service waits for a command before it ends."""
+    return float(_get(SERVICE_IDLE_VAR) or SERVICE_IDLE_DEFAULT_S)
 
 
 def writable_places() -> list[Path]:
     """The folders a command that runs or plans writes to: the lab home, the Dagster home and a
     local LAB_STORAGE_URL."""
     places = [lab_home(), dagster_home()]
-    url = os.environ.get("LAB_STORAGE_URL", "")
+    url = storage_url()
     if url and "://" not in url:
         places.append(Path(url).resolve())
     return list(dict.fromkeys(places))

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from lab_assets.core.keys import SEPARATOR
+from lab_assets.core import settings
 from lab_assets.core.settings import lab_home
 
 
@@ -52,7 +53,7 @@ class DamagedFileError(UnreadableFileError):
 
 
 def root() -> str:
-    return (os.environ.get("LAB_STORAGE_URL") or str(lab_home())).rstrip("/")
+    return (settings.storage_url() or str(lab_home())).rstrip("/")
 
 
 @cache
@@ -66,7 +67,7 @@ def filesystem_cache_clear() -> None:
 
 
 def filesystem() -> fsspec.AbstractFileSystem:
-    return _filesystem(root(), os.environ.get("LAB_STORAGE_OPTIONS", ""))
+    return _filesystem(root(), settings.storage_options())
 
 
 def is_local() -> bool:

@@ -13,13 +13,13 @@ and any error is caught, logged and returned as metadata.
 import os
 from typing import Any
 
-from lab_assets.core.settings import lab_home
+from lab_assets.core.settings import lab_home, tracking_off
 
 PROJECT = "lab_assets"
 
 
 def mode() -> str:
-    if os.environ.get("LAB_WANDB", "on") == "off":
+    if tracking_off():
         return "disabled"
     return os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else "offline")
 

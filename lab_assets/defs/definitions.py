@@ -1,8 +1,8 @@
 """Everything Dagster loads: assets, jobs, sensors. `dagster dev`, `lab` and the tests all start here."""
 
-import os
-
 import dagster as dg
+
+from lab_assets.core import settings
 
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import model_and_embedding
@@ -20,7 +20,7 @@ def executor() -> dg.ExecutorDefinition:
     """Chosen by configuration, never by editing code: LAB_EXECUTOR=k8s on a cluster (every step
     its own pod, dagster-k8s), in-process otherwise (a cell's two steps share one process, which
     is what keeps small cells cheap)."""
-    choice = os.environ.get("LAB_EXECUTOR", "in_process")
+    choice = settings.executor()
     if choice == "k8s":
         from dagster_k8s import k8s_job_executor
 

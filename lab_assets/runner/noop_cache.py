@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab_assets.core import source_stamps
-from lab_assets.core.settings import dagster_home, lab_home, project_dir
+from lab_assets.core.settings import dagster_home, executor, lab_home, project_dir, storage_options, storage_url
 from lab_assets.runtime.freshness.instance_head import head
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ FORMAT = 1  # of the saved entries: a change here drops every saved answer
 
 
 def _storage_root() -> Path | None:
-    url = os.environ.get("LAB_STORAGE_URL", "")
+    url = storage_url()
     if "://" in url:
         return None  # key records and reports on an object store: not stat-able cheaply
     return Path(url).resolve() if url else lab_home()
@@ -68,7 +68,7 @@ class NoopCache:
             "python": [sys.executable, sys.version],
             "sweep": self._sweep,
             "places": [str(p) for p in (project_dir(), lab_home(), dagster_home(), root)],
-            "env": {k: os.environ.get(k) for k in ("LAB_STORAGE_OPTIONS", "LAB_EXECUTOR")},
+            "env": {"storage_options": storage_options(), "executor": executor()},
             "code": source_stamps.package_sources(),
             "libraries": source_stamps.installed_packages(),
             "instance_config": source_stamps.files([project_dir() / "dagster.yaml", dagster_home() / "dagster.yaml"]),

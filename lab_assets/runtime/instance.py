@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from lab_assets.core.settings import lab_home, project_dir
+from lab_assets.core.settings import DAGSTER_HOME_VAR, dagster_home_chosen, lab_home, project_dir
 
 # Added here, with the instance folder's absolute path, not in the project's dagster.yaml:
 # Dagster's YAML cannot say "this instance's folder", and the plain `dagster` CLI, run without
@@ -68,8 +68,8 @@ def instance_yaml(project_yaml: str, home: Path) -> str:
 def prepare_dagster_home() -> Path:
     """Set DAGSTER_HOME (if unset) to <lab home>/dagster with the project's dagster.yaml (plus
     INSTANCE_ADDITIONS). A DAGSTER_HOME set by the user is used as it is."""
-    if os.environ.get("DAGSTER_HOME"):
-        home = Path(os.environ["DAGSTER_HOME"])
+    home = dagster_home_chosen()
+    if home is not None:
         home.mkdir(parents=True, exist_ok=True)
         return home
     home = lab_home() / "dagster"
@@ -83,7 +83,7 @@ def prepare_dagster_home() -> Path:
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # never a half-written dagster.yaml
         tmp.write_text(wanted)
         os.replace(tmp, target)
-    os.environ["DAGSTER_HOME"] = str(home)
+    os.environ[DAGSTER_HOME_VAR] = str(home)
     return home
 
 

@@ -6,8 +6,8 @@ id) in one transaction and upserts the asset's row (`asset_keys.last_materializa
 step reads its inputs' versions from) in a second one. Two run pods materializing the same asset
 can commit those four transactions interleaved: the older event's upsert lands last and the row
 names a materialization older than the newest. A downstream step then records the older input
-version and its cell plans stale right after it was materialized. The SQLite storage of the
-laptop default has the same guard (`sqlite_storage.OneEngineSqliteEventLogStorage`).
+version and its cell plans stale right after it was materialized. The guard is `asset_row.py`'s,
+shared with the SQLite storage of the laptop default.
 
 Configured in k8s/base/dagster.yaml as
 
@@ -45,23 +45,13 @@ from typing import TypeVar
 import sqlalchemy as db
 from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
-from dagster._core.storage.event_log.schema import AssetKeyTable
 from dagster_postgres.event_log import PostgresEventLogStorage
 from dagster_postgres.run_storage import PostgresRunStorage
 from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.storage import DagsterPostgresStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
-from sqlalchemy.dialects import postgresql
 
-# A serialized EventLogRecord ends in `"storage_id": N}`; metadata may hold NaN (not JSON), so
-# the id is read as the trailing integer rather than with a JSON operator.
-_TRAILING_ID = r"(\d+)\}\s*$"
-
-
-def stored_storage_id(column=AssetKeyTable.c.last_materialization):
-    """SQL: the storage id of the materialization the asset row names (NULL when none)."""
-    return db.cast(db.func.substring(column, _TRAILING_ID), db.BigInteger)
-
+from lab_assets.runtime.asset_row import ForwardOnlyAssetRow
 
 # How long a process waits for Postgres to come back: a restart takes seconds, a managed
 # Postgres's failover 30-120 s. dagster-postgres's own retry gives up after ~11 s, whatever the error.
@@ -161,26 +151,14 @@ class PatientPostgresScheduleStorage(_PingedWebserverPool, PostgresScheduleStora
         return patient_connection(self._engine)
 
 
-class ForwardOnlyPostgresEventLogStorage(_PingedWebserverPool, PostgresEventLogStorage):
-    """`PostgresEventLogStorage` whose asset-row upsert only moves the row forward: a step
-    materialization replaces `last_materialization` only if its event id is larger than the one
-    the row holds. The check runs inside the upsert (`ON CONFLICT DO UPDATE ... WHERE`), which
-    Postgres evaluates on the locked, latest committed row, so it holds under any interleaving."""
+class ForwardOnlyPostgresEventLogStorage(ForwardOnlyAssetRow, _PingedWebserverPool, PostgresEventLogStorage):
+    """`PostgresEventLogStorage` whose asset-row upsert only moves the row forward (`asset_row.py`)."""
 
     def _connect(self):
         return patient_connection(self._engine)
 
-    def _store_asset_event(self, conn, event, event_id: int) -> None:
-        dagster_event = event.dagster_event
-        if not (dagster_event and dagster_event.asset_key and dagster_event.is_step_materialization):
-            return super()._store_asset_event(conn, event, event_id)
-        values = self._get_asset_entry_values(event, event_id, self.has_secondary_index(ASSET_KEY_INDEX_COLS))
-        newer = db.or_(AssetKeyTable.c.last_materialization.is_(None), stored_storage_id() < event_id)
-        conn.execute(
-            postgresql.insert(AssetKeyTable)
-            .values(asset_key=dagster_event.asset_key.to_string(), **values)
-            .on_conflict_do_update(index_elements=[AssetKeyTable.c.asset_key], set_=values, where=newer)
-        )
+    def _asset_key_index_cols(self, conn) -> bool:
+        return self.has_secondary_index(ASSET_KEY_INDEX_COLS)  # dagster-postgres's check, cached
 
 
 class LabPostgresStorage(DagsterPostgresStorage):

@@ -46,6 +46,7 @@ from dagster_k8s import K8sRunLauncher
 from dagster_k8s.job import DagsterK8sJobConfig
 
 from lab_assets.core.processes import alive
+from lab_assets.core.settings import DAGSTER_HOME_VAR
 
 # What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH).
 IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR")
@@ -87,7 +88,7 @@ class LocalJobs:
         # The run worker's argument carries the launcher's instance (its config, by value) whose
         # folders are named by the launcher's DAGSTER_HOME path; in a pod that path is the pod's
         # own (the image's DAGSTER_HOME), here it becomes the process's own.
-        home = env.get("DAGSTER_HOME")
+        home = env.get(DAGSTER_HOME_VAR)
         if home and self.instance_home:
             Path(home).mkdir(parents=True, exist_ok=True)
             argv = [arg.replace(self.instance_home, home) for arg in argv]

@@ -16,12 +16,12 @@ from contextlib import contextmanager
 from functools import cached_property
 
 import sqlalchemy as db
-import sqlalchemy.exc as db_exc
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
-from dagster._core.storage.event_log.schema import AssetKeyTable
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy.pool import QueuePool
+
+from lab_assets.runtime.asset_row import ForwardOnlyAssetRow
 
 
 def _no_fsync_per_commit(dbapi_connection, _record) -> None:
@@ -60,30 +60,11 @@ class _OneEngine:
         self._engine.dispose()
 
 
-class OneEngineSqliteEventLogStorage(_OneEngine, ConsolidatedSqliteEventLogStorage):
+class OneEngineSqliteEventLogStorage(ForwardOnlyAssetRow, _OneEngine, ConsolidatedSqliteEventLogStorage):
+    """With two workers, the asset row keeps the newest materialization (`asset_row.py`)."""
+
     def _connect(self):
         return self._pooled()
-
-    def _store_asset_event(self, conn: db.Connection, event, event_id: int) -> None:
-        """The asset's row keeps its newest materialization. Dagster inserts an event (its id)
-        and updates the asset's row in two transactions, so with two workers the older event's
-        update can land last; the row then names a materialization older than the newest one.
-        A step that reads its input's version from that row (`metrics` reading `embedding`)
-        records the older pointer, and the cell plans stale with nothing changed."""
-        dagster_event = event.dagster_event
-        if not (dagster_event and dagster_event.asset_key and dagster_event.is_step_materialization):
-            return super()._store_asset_event(conn, event, event_id)
-        values = self._get_asset_entry_values(event, event_id, self._has_asset_key_index_cols_on_connection(conn))
-        key = dagster_event.asset_key.to_string()
-        try:
-            conn.execute(AssetKeyTable.insert().values(asset_key=key, **values))
-        except db_exc.IntegrityError:
-            # The row holds a serialized EventLogRecord ending in `"storage_id": N}`. Read N as the
-            # trailing integer, not with json_extract: metadata may hold NaN, which is not JSON.
-            text = db.func.rtrim(AssetKeyTable.c.last_materialization, "}")
-            stored = db.cast(db.func.substr(text, db.func.length(db.func.rtrim(text, "0123456789")) + 1), db.Integer)
-            newer = db.or_(AssetKeyTable.c.last_materialization.is_(None), stored < event_id)
-            conn.execute(AssetKeyTable.update().values(**values).where(AssetKeyTable.c.asset_key == key, newer))
 
     @cached_property
     def _known_tables(self) -> set[str]:
