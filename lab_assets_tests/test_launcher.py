@@ -1,7 +1,7 @@
 """The warm-worker run launcher (lab_assets/runtime/launcher.py) with real worker processes: runs reuse
-warm workers, cancelling interrupts the run, a killed worker fails only its own run, and edited
-code retires the warm workers. Plus the whole UI path: a backfill of the sweep through
-`lab ui`'s webserver, queue, daemon and warm workers."""
+warm workers, cancelling interrupts the run, a killed worker fails only its own run (retirement on
+edited code: test_warm_workers.py, the mechanism's own test). Plus the whole UI path: a backfill of
+the sweep through `lab ui`'s webserver, queue, daemon and warm workers."""
 
 import os
 import signal
@@ -11,7 +11,6 @@ import pytest
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
-from lab_assets.runtime import launcher as launcher_module
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
@@ -81,18 +80,6 @@ def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
         after = _launch(instance, launcher, 0)  # a fresh worker replaces the dead one
         _wait_status(instance, after, {dg.DagsterRunStatus.SUCCESS}, "a run after the crash")
         assert _worker_pid(instance, after) != doomed_pid
-    finally:
-        launcher.dispose()
-
-
-def test_edited_code_retires_warm_workers(monkeypatch):
-    versions = iter([("a",), ("a",), ("b",)])
-    monkeypatch.setattr(launcher_module, "code_stamps", lambda: next(versions))
-    launcher = WarmWorkerRunLauncher(workers=1)
-    try:
-        first = launcher._least_busy_worker()
-        assert launcher._least_busy_worker() is first  # same code: same warm worker
-        assert launcher._least_busy_worker() is not first  # a source file changed: a fresh one
     finally:
         launcher.dispose()
 

@@ -98,7 +98,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if service.enabled() and (code := service.forward(args.argv)) is not None:
         return code
     # The workers start first: their imports and warm-up overlap this process's (runner/pool.py).
-    from lab_assets.runner.pool import WorkerPool, default_workers
+    from lab_assets.core.warm_workers import default_workers
+    from lab_assets.runner.pool import WorkerPool
 
     workers = args.workers or default_workers()
     with WorkerPool(workers, fork=service.inside()) if not args.submit and workers > 1 else nullcontext() as pool:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from lab_assets.core.settings import lab_home
+from lab_assets.core.warm_workers import default_workers
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.freshness import SweepPlan, make_plan
 from lab_assets.defs.register import register
@@ -13,7 +14,7 @@ from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runner.local import LocalWorkers
 from lab_assets.runner.preload import definitions
-from lab_assets.runner.pool import WorkerPool, default_workers
+from lab_assets.runner.pool import WorkerPool
 from lab_assets.runner.run import Progress, Result, no_progress, run
 from lab_assets.runner.webserver import Webserver
 from lab_assets.runtime.instance import get_instance
