@@ -1,4 +1,4 @@
-"""The warm service's process (cli/service.py says what it is for and how a command reaches it):
+"""The warm service's process (runner/service.py says what it is for and how a command reaches it):
 load everything once (`_load`, `_rehearse`), listen on the key's Unix socket, fork one child per
 command, reap it and send its exit code back; end when idle, stopped, or the code changes.
 
@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab_assets.cli.service import CHILD, IDLE, MESSAGE, folder, key
 from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
+from lab_assets.runner.service import CHILD, IDLE, MESSAGE, folder, key
 
 
 def _load() -> None:

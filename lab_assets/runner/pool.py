@@ -18,7 +18,7 @@ from lab_assets.runner import preload
 class WorkerPool(WarmWorkers):
     """`workers` single-threaded processes, each started now and warmed by `preload.warm`:
     spawned, or, with `fork`, forked from this process, which must then hold no thread,
-    connection or instance yet (a command run by the warm service, cli/service.py: the workers
+    connection or instance yet (a command run by the warm service, runner/service.py: the workers
     start loaded). A sweep's workers load its code once: no retirement during a command."""
 
     def __init__(self, workers: int, fork: bool = False):

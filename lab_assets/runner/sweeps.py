@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from lab_assets.core import storage
 from lab_assets.core.settings import lab_home
 from lab_assets.core.warm_workers import default_workers
+from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.freshness import SweepPlan, make_plan
 from lab_assets.defs.register import register
@@ -23,6 +25,12 @@ from lab_assets.runtime.instance import get_instance
 def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
     return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
+
+
+def report_folder(name: str) -> str:
+    """The sweep's report folder as it is now (on an object store, its current version's folder:
+    a complete set, never of two versions)."""
+    return storage.current(report_dir(name))
 
 
 def register_and_plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
