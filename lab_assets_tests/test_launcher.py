@@ -5,6 +5,7 @@ the sweep through `lab ui`'s webserver, queue, daemon and warm workers."""
 
 import os
 import signal
+import sys
 
 import dagster as dg
 import pytest
@@ -80,6 +81,21 @@ def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
         after = _launch(instance, launcher, 0)  # a fresh worker replaces the dead one
         _wait_status(instance, after, {dg.DagsterRunStatus.SUCCESS}, "a run after the crash")
         assert _worker_pid(instance, after) != doomed_pid
+    finally:
+        launcher.dispose()
+
+
+def _warmed() -> dict:
+    from lab_assets.runner import preload
+
+    return {"definitions": preload.definitions.cache_info().currsize, "sklearn": "sklearn.neighbors" in sys.modules}
+
+
+def test_workers_are_warmed_by_the_function_dagster_yaml_names(lab):
+    config = {"workers": 1, "warm_up": "lab_assets.runner.preload:warm"}  # as in dagster.yaml
+    launcher = WarmWorkerRunLauncher.from_config_value(None, config)
+    try:
+        assert launcher.workers().submit(_warmed).result(timeout=300) == {"definitions": 1, "sklearn": True}
     finally:
         launcher.dispose()
 

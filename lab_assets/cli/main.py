@@ -99,7 +99,8 @@ def _storage_problem(error: BaseException) -> str | None:
         if isinstance(error, OSError) and error.errno in UNWRITABLE:
             return str(unwritable(lab_home(), error))
         text = str(error).lower()
-        if type(error).__name__ == "OperationalError" and ("readonly" in text or "disk is full" in text or "disk i/o" in text):
+        cannot_write = any(w in text for w in ("readonly", "disk is full", "disk i/o"))
+        if type(error).__name__ == "OperationalError" and cannot_write:
             return f"{dagster_home()}: the Dagster instance cannot write ({str(error).splitlines()[0]}). " \
                    "Free space there or make it writable, or point DAGSTER_HOME at another folder."
         error = error.__cause__ or error.__context__

@@ -34,7 +34,8 @@ def progress_factory(enabled: bool):
     def factory(label: str, total: int):
         if total == 0:
             return lambda outcome: None
-        bar = Progress(TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+        bar = Progress(TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=console)
         bar.start()
         bars.append(bar)
         task = bar.add_task(label, total=total)

@@ -32,7 +32,8 @@ def run(args) -> int:
     print_problems(result, args.verbose)
     if args.json:
         out = report_folder(sweep.name)
-        print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": storage.glob(f"{out}/*")}, indent=2))
+        files = storage.glob(f"{out}/*")
+        print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": files}, indent=2))
     else:
         print_report(sweep, cells=args.cells)
     return 0 if result.ok else FAILED

@@ -7,7 +7,8 @@ import json
 import sys
 
 from lab_assets.cli.exits import FAILED, INTERRUPTED
-from lab_assets.cli.output import group, print_problems, print_report, print_traces, progress_factory, report_text, width
+from lab_assets.cli.output import (group, print_problems, print_report, print_traces, progress_factory, report_text,
+                                  width)
 
 SWEEP = "plan or run a sweep file"
 VERIFY_HELP = ("find damaged files by content hash (reads every file), not only by size: a corruption that "

@@ -29,7 +29,8 @@ def run(args) -> int:
     get_instance()
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]
-    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})", flush=True)
+    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={os.environ['DAGSTER_HOME']})",
+          flush=True)
     os.chdir(project_dir())
     return serve(args.host, args.port, target)
 

@@ -7,8 +7,8 @@
   the service's loaded child when the service runs the command), in this process (one worker),
   or through a webserver (`submit`).
 
-Only the standard library and `runner/service.py` at import: the hand-over must come before
-Dagster, pandas or pydantic load (`lab` answers a no-op or hands over in ~0.2 s).
+Only the standard library at import (`runner/service.py`, `runner/pool.py`): the hand-over and
+the workers' start come before Dagster, pandas or pydantic load.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lab_assets.core.warm_workers import default_workers
 from lab_assets.runner import service
+from lab_assets.runner.pool import WorkerPool
 
 if TYPE_CHECKING:
     from lab_assets.dr.sweep import Sweep
@@ -106,9 +108,6 @@ def sweep_run(path: str, argv: list[str], *, workers: int | None = None, submit:
     if (code := hand_over(argv)) is not None:
         return Handed(code)
     # The workers start first: their imports and warm-up overlap this process's (runner/pool.py).
-    from lab_assets.core.warm_workers import default_workers
-    from lab_assets.runner.pool import WorkerPool
-
     count = workers or default_workers()
     with WorkerPool(count, fork=service.inside()) if not submit and count > 1 else nullcontext() as pool:
         from lab_assets.dr.sweep import load_sweep, parse_sweep  # Dagster and pandas: after the workers started

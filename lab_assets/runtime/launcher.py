@@ -95,7 +95,8 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         self.workers().submit(_execute, run_id).add_done_callback(lambda f: self._after(run_id, f))
 
     def _after(self, run_id: str, future: Future) -> None:
-        error = RuntimeError("the daemon stopped before a worker started it") if future.cancelled() else future.exception()
+        stopped = RuntimeError("the daemon stopped before a worker started it")
+        error = stopped if future.cancelled() else future.exception()
         # A run whose worker died (or that failed outside Dagster's own error handling) must not
         # stay STARTED forever: fail it, with the reason.
         run = self._instance.get_run_by_id(run_id)
