@@ -125,6 +125,7 @@ class WarmWorkers:
         self.used = False  # a run was submitted: closing waits for the runs instead of ending the workers
         with self._lock:
             self._fill()
+        self._context = multiprocessing.get_context("spawn")
 
     def __enter__(self) -> WarmWorkers:
         return self
@@ -175,6 +176,9 @@ class WarmWorkers:
         missing = self._size - len(self._idle) - len(self._busy)
         if missing <= 0:
             return
+        # Forked, the second worker on start while the first one's executor threads run: they touch
+        # only that executor's queues, which no other worker uses. A later start (a dead worker's
+        # replacement) spawns: this process may hold connections and threads by then.
         saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
         os.environ.update(SINGLE_THREADED)
         try:
