@@ -1,17 +1,17 @@
 """The warm-worker run launcher (lab_assets/runtime/launcher.py) with real worker processes: runs reuse
-warm workers, cancelling interrupts the run, a killed worker fails only its own run, and edited
-code retires the warm workers. Plus the whole UI path: a backfill of the sweep through
-`lab ui`'s webserver, queue, daemon and warm workers."""
+warm workers, cancelling interrupts the run, a killed worker fails only its own run (retirement on
+edited code: test_warm_workers.py, the mechanism's own test). Plus the whole UI path: a backfill of
+the sweep through `lab ui`'s webserver, queue, daemon and warm workers."""
 
 import os
 import signal
+import sys
 
 import dagster as dg
 import pytest
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
-from lab_assets.runtime import launcher as launcher_module
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
@@ -85,14 +85,17 @@ def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
         launcher.dispose()
 
 
-def test_edited_code_retires_warm_workers(monkeypatch):
-    versions = iter([("a",), ("a",), ("b",)])
-    monkeypatch.setattr(launcher_module, "code_stamps", lambda: next(versions))
-    launcher = WarmWorkerRunLauncher(workers=1)
+def _warmed() -> dict:
+    from lab_assets.runner import preload
+
+    return {"definitions": preload.definitions.cache_info().currsize, "sklearn": "sklearn.neighbors" in sys.modules}
+
+
+def test_workers_are_warmed_by_the_function_dagster_yaml_names(lab):
+    config = {"workers": 1, "warm_up": "lab_assets.runner.preload:warm"}  # as in dagster.yaml
+    launcher = WarmWorkerRunLauncher.from_config_value(None, config)
     try:
-        first = launcher._least_busy_worker()
-        assert launcher._least_busy_worker() is first  # same code: same warm worker
-        assert launcher._least_busy_worker() is not first  # a source file changed: a fresh one
+        assert launcher.workers().submit(_warmed).result(timeout=300) == {"definitions": 1, "sklearn": True}
     finally:
         launcher.dispose()
 

@@ -1,6 +1,7 @@
-"""The warm service (cli/service.py): a command it runs computes what the same command computes
-without it, in the folder and environment it was typed in; Ctrl-C, exit codes and errors reach
-the terminal as they would; a service serves one environment and ends on `lab service stop`."""
+"""The warm service (runner/service.py, cli/service_server.py): a command it runs computes what the
+same command computes without it, in the folder and environment it was typed in; Ctrl-C, exit
+codes and errors reach the terminal as they would; a service serves one environment and ends on
+`lab service stop`."""
 
 import fcntl
 import os
@@ -16,7 +17,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from lab_assets.cli import service
+from lab_assets.runner import service
 from lab_assets_tests.conftest import TINY_SWEEP, wait_for
 
 SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"

@@ -4,10 +4,30 @@ each step's captured stdout/stderr), the place a one-line failure in `lab sweep 
 from __future__ import annotations
 
 import datetime
+import sys
 
+from lab_assets.cli.exits import BAD_INPUT
 from lab_assets.core.settings import dagster_home
 
 UI_URL = "http://127.0.0.1:3000/runs/{run_id}"
+
+
+def add_parser(sub) -> None:
+    logs = sub.add_parser("logs", help="a run's full log: events, failures with their traces, step output")
+    logs.add_argument("run", help="a run id, or its first 8 characters (as `lab sweep run` prints them)")
+    logs.set_defaults(fn=run)
+
+
+def run(args) -> int:
+    from lab_assets.runtime.instance import get_instance  # Dagster: not for `lab --help`
+
+    try:
+        lines = run_log(get_instance(), args.run)
+    except UnknownRun as e:
+        print(f"lab logs: {e}", file=sys.stderr)
+        return BAD_INPUT
+    print("\n".join(lines))
+    return 0
 
 
 class UnknownRun(LookupError):

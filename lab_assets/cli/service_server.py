@@ -1,4 +1,4 @@
-"""The warm service's process (cli/service.py says what it is for and how a command reaches it):
+"""The warm service's process (runner/service.py says what it is for and how a command reaches it):
 load everything once (`_load`, `_rehearse`), listen on the key's Unix socket, fork one child per
 command, reap it and send its exit code back; end when idle, stopped, or the code changes.
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import gc
 import io
 import json
 import os
@@ -19,44 +18,31 @@ import signal
 import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from lab_assets.cli.service import CHILD, MESSAGE, folder, key
+from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
 from lab_assets.core.settings import PER_LAB_HOME, service_idle_seconds
+from lab_assets.runner.service import CHILD, MESSAGE, folder, key
+
 
 def _load() -> None:
-    """Everything a command's first run would load, loaded once here. Threads must not start:
-    the service forks (W&B's service process, which starts threads, is started by each worker)."""
-    from lab_assets.core.threads import SINGLE_THREADED
-
-    os.environ.update(SINGLE_THREADED)  # before NumPy loads: the workers forked later are single-threaded
-    # numba's default (OpenMP) threading layer kills with SIGTERM a forked child that runs a
-    # parallel kernel once the parent has ("fork() called from a process already using GNU
-    # OpenMP"): the rank kernels run here first. Its workqueue layer survives a fork; with one
-    # thread per process the counts are the same.
-    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
+    """Everything a command's first run would load, loaded once here (`preload.load`, as a warm
+    worker's warm-up, plus what a command itself loads). Threads must not start: the service forks
+    (W&B's service process, which starts threads, is started by each worker)."""
+    prepare_to_fork()  # before NumPy and numba load
     import matplotlib.backends.backend_agg  # noqa: F401 - what the report's figures are drawn with
-    import numpy as np
-    import wandb  # noqa: F401
-    import wandb.sdk.launch  # noqa: F401
 
     import lab_assets.cli.main  # noqa: F401
     import lab_assets.dr.figures  # noqa: F401
     import lab_assets.runner.local  # noqa: F401
     import lab_assets.runner.sweeps  # noqa: F401
     import lab_assets.runner.webserver  # noqa: F401
-    from lab_assets.dr.metrics import METRICS
-    from lab_assets.dr.metrics.neighbors import Neighborhoods
-    from lab_assets.runner.preload import definitions
+    from lab_assets.runner import preload
 
-    definitions()
-    points = np.random.default_rng(0).normal(size=(12, 3))
-    METRICS["trustworthiness"](Neighborhoods(points, points[:, ::-1][:, :2], k_max=3), k=3)
+    preload.load()
     _rehearse()
-    gc.collect()
-    gc.freeze()  # the loaded objects stay out of the children's collections: their pages stay shared
+    freeze_loaded()
 
 
 # The rehearsal's sweep: one tiny cell, a metric with k, so that the report draws both figures.
@@ -109,7 +95,7 @@ def serve(k: str) -> int:
     except BlockingIOError:
         return 0  # another service has this key
     _load()
-    code = Code(k, env)
+    code = code_watch(k, env)
     if code.changed():
         print("lab service: the code or environment changed while loading; ending", flush=True)
         return 1
@@ -132,25 +118,18 @@ def serve(k: str) -> int:
     return exit_code
 
 
-class Code:
+def code_watch(k: str, env: dict[str, str]) -> CodeWatch:
     """What the service loaded: the key's code and environment, and the files of registry
     entries' `sources=` outside the package (a user's estimator module: part of a code version,
     not of the key, which the client computes without loading the registry)."""
+    from lab_assets.core.source_stamps import files
+    from lab_assets.runner.noop_cache import sources_outside_the_package
 
-    def __init__(self, k: str, env: dict[str, str]):
-        from lab_assets.core.source_stamps import files
-        from lab_assets.runner.noop_cache import sources_outside_the_package
-
-        self.k, self.env, self.outside = k, env, sorted(sources_outside_the_package())
-        self.seen = files(self.outside)
-
-    def changed(self) -> bool:
-        from lab_assets.core.source_stamps import files
-
-        return key(self.env) != self.k or files(self.outside) != self.seen
+    outside = sorted(sources_outside_the_package())
+    return CodeWatch(lambda: (key(env), files(outside)), seen=(k, files(outside)))  # k: the key before loading
 
 
-def _loop(code: Code, listener: socket.socket, path: Path, idle_s: float) -> int:
+def _loop(code: CodeWatch, listener: socket.socket, path: Path, idle_s: float) -> int:
     wake_r, wake_w = socket.socketpair()
     wake_r.setblocking(False)
     wake_w.setblocking(False)
@@ -224,7 +203,7 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
     except (OSError, ValueError):
         conn.close()
         return None
-    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    threads = running_threads()
     if threads or len(fds) != 3:  # never fork with a thread running: its locks would be copied held
         for fd in fds:
             os.close(fd)

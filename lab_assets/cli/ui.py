@@ -5,10 +5,34 @@ every 30). Both stop together: when one exits, or on Ctrl-C / SIGTERM.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+
+
+def add_parser(sub) -> None:
+    ui = sub.add_parser("ui", help="start the Dagster UI (webserver + daemon) on this machine only")
+    ui.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(fn=run, writes=True)
+
+
+def run(args) -> int:
+    from lab_assets.core.settings import dagster_home, project_dir  # pydantic: not for `lab --help`
+    from lab_assets.runtime.instance import get_instance
+
+    # The instance's tables, created here once: on a fresh lab home the webserver and the daemon
+    # would both create the SQLite schedule storage at start, with Dagster's own code that does
+    # not take get_instance's lock, and two alembic stamps leave it with two heads.
+    get_instance()
+    workspace = project_dir() / "workspace.yaml"
+    target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]
+    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={dagster_home()})",
+          flush=True)
+    os.chdir(project_dir())
+    return serve(args.host, args.port, target)
 
 
 def serve(host: str, port: int, target: list[str]) -> int:

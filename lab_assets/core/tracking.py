@@ -24,15 +24,17 @@ def mode() -> str:
     return os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else "offline")
 
 
-def warm() -> None:
+def warm(start: bool = True) -> None:
     """Import what a process's first `wandb.init` imports (~0.8 s, most of it `wandb.sdk.launch`,
-    which `init` loads to look for job inputs) and start W&B's service process (~0.2 s)."""
+    which `init` loads to look for job inputs) and, with `start`, start W&B's service process
+    (~0.2 s; it starts threads: not in a process that forks later)."""
     if mode() == "disabled":
         return
     import wandb
     import wandb.sdk.launch  # noqa: F401
 
-    wandb.setup()
+    if start:
+        wandb.setup()
 
 
 def track_cell(cell: str, sweeps: list[str], config: dict[str, Any], values: dict[str, float]) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from dataclasses import replace
 
 from dagster import AssetKey, DagsterRunStatus
 
+from lab_assets.core.warm_workers import interrupted
 from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run, remaining
-from lab_assets.runner.pool import WorkerPool, interrupted
+from lab_assets.runner.pool import WorkerPool
 from lab_assets.runner.preload import definitions
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance

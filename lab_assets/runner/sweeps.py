@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from lab_assets.core import storage
 from lab_assets.core.settings import lab_home
+from lab_assets.core.warm_workers import default_workers
+from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.freshness import SweepPlan, make_plan
 from lab_assets.defs.register import register
@@ -13,7 +16,7 @@ from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runner.local import LocalWorkers
 from lab_assets.runner.preload import definitions
-from lab_assets.runner.pool import WorkerPool, default_workers
+from lab_assets.runner.pool import WorkerPool
 from lab_assets.runner.run import Progress, Result, no_progress, run
 from lab_assets.runner.webserver import Webserver
 from lab_assets.runtime.instance import get_instance
@@ -22,6 +25,12 @@ from lab_assets.runtime.instance import get_instance
 def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
     return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
+
+
+def report_folder(name: str) -> str:
+    """The sweep's report folder as it is now (on an object store, its current version's folder:
+    a complete set, never of two versions)."""
+    return storage.current(report_dir(name))
 
 
 def register_and_plan(sweep: Sweep, verify: bool = False) -> SweepPlan:

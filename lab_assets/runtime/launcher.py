@@ -7,36 +7,30 @@ worker processes (one per allowed concurrent run, single-threaded like `lab swee
 which execute it exactly as Dagster's own run worker does (`core_execute_run`): same events,
 same run in the UI.
 
-Edited code is never run stale: before each launch the launcher fingerprints the package's
-source files and, if any changed, retires the warm workers (they finish their runs) and starts
-fresh ones. A worker that dies takes only its own run with it (marked failed); the next launch
-starts a fresh one. Cancelling from the UI interrupts the worker running that run.
+The workers are `core/warm_workers.py`'s, as `lab sweep run`'s: warmed by the function that
+`warm_up` names (dagster.yaml: `runner/preload.warm`, named rather than imported, as dagster.yaml
+names this class), retired when the package's sources change (before each run starts: an edit is
+never run stale), one process per worker so that one that dies takes only its own run with it
+(marked failed). Cancelling from the UI interrupts the worker running that run.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import importlib
 import os
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 
 import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
-from lab_assets.core.fast_exit import end_without_teardown
-from lab_assets.core.source_stamps import package_sources as code_stamps
-from lab_assets.core.threads import SINGLE_THREADED
+from lab_assets.core.source_stamps import package_sources
+from lab_assets.core.warm_workers import WarmWorkers
 
 WORKER_PID_TAG = keys.tag("worker_pid")
-
-
-def _worker_init(env: dict[str, str]) -> None:
-    os.environ.update(env)
-    end_without_teardown(0)  # retiring a worker waits for it to end; its status is never read
 
 
 def _execute(run_id: str) -> None:
@@ -58,24 +52,21 @@ def _execute(run_id: str) -> None:
         pass
 
 
-def _spawn_worker() -> ProcessPoolExecutor:
-    # spawn: the daemon holds threads and database connections that must not be forked.
-    return ProcessPoolExecutor(
-        1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(SINGLE_THREADED,)
-    )
+def _function(name: str):
+    """`module:function` -> the function."""
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
     """`workers`: how many runs execute at once; match the run queue's `max_concurrent_runs`.
+    `warm_up`: `module:function` each worker calls once before its first run (none: no warm-up).
+    The workers start at the first launch (the webserver, which only terminates runs, starts none)."""
 
-    Each worker is its own one-process executor, so a worker that dies (out of memory, a crash
-    in native code) fails its own run only, not the runs of its neighbours."""
-
-    def __init__(self, workers: int = 2, inst_data: ConfigurableClassData | None = None):
-        self._size = workers
+    def __init__(self, workers: int = 2, warm_up: str | None = None, inst_data: ConfigurableClassData | None = None):
+        self._size, self._warm_up = workers, warm_up
         self._inst_data = inst_data
-        self._busy: dict[ProcessPoolExecutor, int] = {}  # each live worker -> its runs not yet done
-        self._code_stamps: tuple = ()
+        self._workers: WarmWorkers | None = None
         self._lock = threading.Lock()
         super().__init__()
 
@@ -85,39 +76,27 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
 
     @classmethod
     def config_type(cls) -> dict:
-        return {"workers": dg.Field(int, is_required=False, default_value=2)}
+        return {"workers": dg.Field(int, is_required=False, default_value=2),
+                "warm_up": dg.Field(dg.Noneable(str), is_required=False, default_value=None)}
 
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> "WarmWorkerRunLauncher":
         return cls(inst_data=inst_data, **config_value)
 
-    def _least_busy_worker(self) -> ProcessPoolExecutor:
-        stamps = code_stamps()
+    def workers(self) -> WarmWorkers:
         with self._lock:
-            if stamps != self._code_stamps:
-                for worker in self._busy:
-                    worker.shutdown(wait=False)  # finishes the run it has, then exits
-                self._busy, self._code_stamps = {}, stamps
-            while len(self._busy) < self._size:
-                self._busy[_spawn_worker()] = 0
-            worker = min(self._busy, key=self._busy.__getitem__)
-            self._busy[worker] += 1
-            return worker
+            if self._workers is None:
+                warm = _function(self._warm_up) if self._warm_up else None
+                self._workers = WarmWorkers(self._size, warm=warm, code=package_sources)
+            return self._workers
 
     def launch_run(self, context: LaunchRunContext) -> None:
         run_id = context.dagster_run.run_id
-        worker = self._least_busy_worker()
-        future = worker.submit(_execute, run_id)
-        future.add_done_callback(lambda f: self._after(worker, run_id, f))
+        self.workers().submit(_execute, run_id).add_done_callback(lambda f: self._after(run_id, f))
 
-    def _after(self, worker: ProcessPoolExecutor, run_id: str, future: Future) -> None:
-        error = RuntimeError("the daemon stopped before a worker started it") if future.cancelled() else future.exception()
-        with self._lock:
-            if worker in self._busy:  # not retired meanwhile
-                self._busy[worker] -= 1
-                if isinstance(error, BrokenProcessPool):
-                    del self._busy[worker]  # it died: a fresh one replaces it at the next launch
-                    worker.shutdown(wait=False)
+    def _after(self, run_id: str, future: Future) -> None:
+        stopped = RuntimeError("the daemon stopped before a worker started it")
+        error = stopped if future.cancelled() else future.exception()
         # A run whose worker died (or that failed outside Dagster's own error handling) must not
         # stay STARTED forever: fail it, with the reason.
         run = self._instance.get_run_by_id(run_id)
@@ -156,6 +135,6 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
 
     def dispose(self) -> None:
         with self._lock:
-            for worker in self._busy:
-                worker.shutdown(wait=False, cancel_futures=True)
-            self._busy = {}
+            workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.close(wait=False)

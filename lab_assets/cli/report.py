@@ -1,0 +1,39 @@
+"""`lab report FILE`: write a sweep's report here (the metric table and the report), print it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from lab_assets.cli.exits import FAILED, INTERRUPTED
+from lab_assets.cli.output import print_problems, print_report
+
+
+def add_parser(sub) -> None:
+    report = sub.add_parser("report", help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
+                            "Markdown) and figures; print the summary")
+    report.add_argument("file")
+    report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
+    report.add_argument("--json", action="store_true")
+    report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
+    report.set_defaults(fn=run, writes=True, warm=True)
+
+
+def run(args) -> int:
+    from lab_assets.core import storage
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.sweeps import materialize_report, report_folder
+
+    sweep = load_sweep(args.file)
+    result = materialize_report(sweep)
+    if result.interrupted:
+        print("interrupted: the report was not written; run again to continue", file=sys.stderr)
+        return INTERRUPTED
+    print_problems(result, args.verbose)
+    if args.json:
+        out = report_folder(sweep.name)
+        files = storage.glob(f"{out}/*")
+        print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": files}, indent=2))
+    else:
+        print_report(sweep, cells=args.cells)
+    return 0 if result.ok else FAILED

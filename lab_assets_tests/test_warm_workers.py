@@ -1,0 +1,78 @@
+"""The one warm-worker mechanism (core/warm_workers.py) with real processes: warmed once before
+the first run, one queue over the workers, a dead worker fails its own run only and is replaced,
+edited code retires the workers, and no fork while a thread runs. (The sweep's pool: test_pool.py;
+the UI's launcher: test_launcher.py.)"""
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from lab_assets.core.threads import SINGLE_THREADED
+from lab_assets.core.warm_workers import WarmWorkers, start_method
+
+WARMED = []  # in a worker: one entry per warm-up
+
+
+def _warm() -> None:
+    WARMED.append(os.getpid())
+
+
+def _seen() -> tuple[int, list[int], dict]:
+    return os.getpid(), list(WARMED), {k: os.environ.get(k) for k in SINGLE_THREADED}
+
+
+def test_each_worker_is_warmed_once_before_its_runs_and_runs_queue_for_an_idle_one():
+    with WarmWorkers(1, warm=_warm) as workers:
+        seen = [workers.submit(_seen) for _ in range(3)]  # one worker: two wait for it
+        results = [f.result(timeout=120) for f in seen]
+    pid = results[0][0]
+    assert results == [(pid, [pid], SINGLE_THREADED)] * 3
+
+
+def _tell_and_sleep(path: str, seconds: float) -> None:
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(seconds)
+
+
+def test_a_dead_worker_fails_its_own_run_only_and_is_replaced(tmp_path):
+    with WarmWorkers(2) as workers:
+        doomed = workers.submit(_tell_and_sleep, str(tmp_path / "pid"), 120)
+        neighbour = workers.submit(time.sleep, 3)
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+            assert time.monotonic() < deadline, "the doomed run never started"
+            time.sleep(0.05)
+        doomed_pid = int((tmp_path / "pid").read_text())
+        os.kill(doomed_pid, signal.SIGKILL)  # out of memory, say
+        with pytest.raises(BrokenProcessPool):
+            doomed.result(timeout=60)
+        assert neighbour.result(timeout=60) is None
+        after = workers.submit(os.getpid).result(timeout=120)  # on a fresh worker or the neighbour's
+        assert after != doomed_pid
+        assert len(workers.processes()) == 2 and doomed_pid not in {p.pid for p in workers.processes()}
+
+
+def test_edited_code_retires_the_workers_before_the_next_run():
+    stamps = iter(["a", "a", "a", "b", "b"])
+    with WarmWorkers(1, code=lambda: next(stamps)) as workers:
+        first = workers.submit(os.getpid).result(timeout=120)
+        assert workers.submit(os.getpid).result(timeout=120) == first  # same code: same warm worker
+        assert workers.submit(os.getpid).result(timeout=120) != first  # a source changed: a fresh one
+
+
+def test_no_fork_while_another_thread_runs():
+    assert start_method(False) == "spawn"
+    assert start_method(True) == "fork"
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert start_method(True) == "spawn"  # its locks would be copied held
+    finally:
+        stop.set()
+        thread.join()
