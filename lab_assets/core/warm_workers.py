@@ -212,7 +212,7 @@ class WarmWorkers:
         for worker, future, fn, args in started:
             try:
                 inner = worker.submit(fn, *args)
-            except BrokenProcessPool as e:  # it died while idle
+            except Exception as e:  # noqa: BLE001 - it died while idle, or was closed or retired meanwhile
                 self._done(worker, future, error=e)
                 continue
             inner.add_done_callback(lambda f, w=worker, o=future: self._done(w, o, f))
