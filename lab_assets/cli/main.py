@@ -520,9 +520,10 @@ def parser() -> argparse.ArgumentParser:
     service.add_argument("action", choices=["status", "start", "stop"])
     service.set_defaults(fn=cmd_service)
 
-    from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
+    from lab_assets.cli import check, cluster  # light: no Dagster import
 
-    add_cluster_parser(sub)
+    for command in (cluster, check):
+        command.add_parser(sub)
     return p
 
 
