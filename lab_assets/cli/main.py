@@ -520,9 +520,9 @@ def parser() -> argparse.ArgumentParser:
     service.add_argument("action", choices=["status", "start", "stop"])
     service.set_defaults(fn=cmd_service)
 
-    from lab_assets.cli import check, cluster, impact  # light: no Dagster import
+    from lab_assets.cli import check, cluster, compare, impact  # light: no Dagster import
 
-    for command in (cluster, check, impact):
+    for command in (cluster, check, impact, compare):
         command.add_parser(sub)
     return p
 
