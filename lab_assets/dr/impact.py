@@ -150,6 +150,11 @@ def text(impacts: list[SweepImpact], cells: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _cell_md(cell: str) -> str:
+    """A cell key in a Markdown table: its `|` would end the table cell."""
+    return cell.replace("|", "\\|")
+
+
 def markdown(impacts: list[SweepImpact], base: str) -> str:
     out = [f"### What this change recomputes (against `{base}`)", ""]
     for s in impacts:
@@ -157,7 +162,9 @@ def markdown(impacts: list[SweepImpact], base: str) -> str:
         if s.reasons:
             out += ["| why | cells |", "|---|---:|", *(f"| {why} | {n} |" for why, n in s.reasons.most_common()), ""]
         if s.stale:
-            out += ["<details><summary>stale cells</summary>", "", "| cell | recomputes | recorded cost |",
-                    "|---|---|---:|", *(f"| `{c.cell}` | {_assets(c)} | {_seconds(c.seconds)} |" for c in s.stale),
-                    "", "</details>", ""]
+            priced = s.seconds is not None
+            out += ["<details><summary>stale cells</summary>", "",
+                    "| cell | recomputes |" + " recorded cost |" * priced, "|---|---|" + "---:|" * priced]
+            out += [f"| `{_cell_md(c.cell)}` | {_assets(c)} |" + f" {_seconds(c.seconds)} |" * priced for c in s.stale]
+            out += ["", "</details>", ""]
     return "\n".join(out)
