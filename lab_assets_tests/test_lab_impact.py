@@ -130,3 +130,15 @@ def test_the_rules_name_each_kind_of_change(changes, reasons, report):
     assert dict(found.reasons) == reasons and found.report == report
     assert all(set(c.assets) == ({"dataset", "embedding", "metrics"} if "datasets" in str(reasons) else {"metrics"})
                for c in found.stale)
+
+
+def test_a_metric_taken_out_stales_nothing_until_its_code_changes():
+    base, head = snapshot(), snapshot()
+    for cell in head["sweeps"]["s.yaml"]["cells"].values():
+        cell["columns"] = []
+    head["metrics"] = {"lid": "v"}  # lid's column version, as the working tree computes it
+    (found,) = impact_of(base, head, ["s.yaml"])
+    assert found.stale == []
+    head["metrics"] = {"lid": "w"}
+    (found,) = impact_of(base, head, ["s.yaml"])
+    assert dict(found.reasons) == {"metric lid: code changed, column removed: lid@k=10": 2}

@@ -32,6 +32,9 @@ def snapshot(paths: list[str]) -> dict:
                    for m in ASSET_MODULES},
         "shared": {source_file(m).rsplit("/", 1)[-1]: module_version(source_file(m)) for m in specs.SHARED_METRIC_CODE},
         "sweeps": {}, "columns": {},
+        # Every registered metric's column version: a column a sweep no longer asks for stays in
+        # its cells' rows only while its code is unchanged (`specs.metric_version`).
+        "metrics": {name: specs.column_version(name) for name in METRICS.names()},
     }
     sweeps = {}
     for path in paths:

@@ -4,8 +4,8 @@ anything or reading an instance. The rules are `defs/freshness.make_plan`'s, in 
 cell computes everything; a changed dataset version (or the datasets asset module) recomputes
 the dataset and all below it; a changed method (or experiments.py) the embedding and the
 metrics; a new or changed metric column (or the shared metric code) the metrics alone. A metric
-taken out of a sweep stales nothing; the report is stale when a cell is, or when what it shows
-changed. Recorded wall seconds, where an instance has them, price the recomputation."""
+taken out of a sweep stales nothing unless its code changed too (the row is then rewritten
+without it); the report is stale when a cell is, or when what it shows changed. Recorded wall seconds, where an instance has them, price the recomputation."""
 
 from __future__ import annotations
 
@@ -88,6 +88,10 @@ def cell_impact(cell: str, h: dict, b: dict | None, base: dict, head: dict) -> d
             else:
                 shared = [f for f, v in head["shared"].items() if base["shared"].get(f) != v]
                 whys.append(f"shared metric code changed ({', '.join(shared) or 'libraries'}): every metric")
+    for column in (c for c in b["columns"] if c not in h["columns"]):  # taken out of the sweeps
+        old = base["columns"].get(column)
+        if old is not None and head.get("metrics", {}).get(old["metric"]) != old["version"]:
+            whys.append(f"metric {old['metric']}: code changed, column removed: {column}")
     return {METRICS: "; ".join(dict.fromkeys(whys))} if whys else {}
 
 
