@@ -5,7 +5,8 @@ cell computes everything; a changed dataset version (or the datasets asset modul
 the dataset and all below it; a changed method (or experiments.py) the embedding and the
 metrics; a new or changed metric column (or the shared metric code) the metrics alone. A metric
 taken out of a sweep stales nothing unless its code changed too (the row is then rewritten
-without it); the report is stale when a cell is, or when what it shows changed. Recorded wall seconds, where an instance has them, price the recomputation."""
+without it); the report is stale when a cell is, or when what it shows changed. Recorded wall
+seconds, where an instance has them, price the recomputation."""
 
 from __future__ import annotations
 
