@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true", help="for a pull request's step summary or comment")
-    p.add_argument("--brief", action="store_true", help="the reasons only, not one line per stale cell")
+    p.add_argument("--brief", action="store_true", help="the reasons only, not the stale cells one by one")
     p.set_defaults(fn=run)
 
 
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"base": args.base, "sweeps": [s.to_json() for s in impacts]}, indent=2))
     elif args.markdown:
-        print(impact.markdown(impacts, args.base))
+        print(impact.markdown(impacts, args.base, cells=not args.brief))
     else:
         print(impact.text(impacts, cells=not args.brief))
     return 2 if any(s.error for s in impacts) else 0

@@ -160,13 +160,13 @@ def _cell_md(cell: str) -> str:
     return cell.replace("|", "\\|")
 
 
-def markdown(impacts: list[SweepImpact], base: str) -> str:
+def markdown(impacts: list[SweepImpact], base: str, cells: bool = True) -> str:
     out = [f"### What this change recomputes (against `{base}`)", ""]
     for s in impacts:
         out += [f"**{_summary_line(s)}**", ""]
         if s.reasons:
             out += ["| why | cells |", "|---|---:|", *(f"| {why} | {n} |" for why, n in s.reasons.most_common()), ""]
-        if s.stale:
+        if s.stale and cells:
             priced = s.seconds is not None
             out += ["<details><summary>stale cells</summary>", "",
                     "| cell | recomputes |" + " recorded cost |" * priced, "|---|---|" + "---:|" * priced]
