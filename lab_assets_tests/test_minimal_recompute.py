@@ -127,7 +127,8 @@ def statuses(meta: dict, cell: str) -> dict[str, str]:
     return {c: m["status"] for c, m in meta[cell].items()}
 
 
-def test_each_edit_recomputes_exactly_what_it_changed(lab):
+def copied_project(lab) -> None:
+    """The package and sweeps `a`, `b` in `lab`, committed to a new git repository."""
     shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
     (lab / "sweeps" / "tiny.yaml").unlink()
     (lab / "sweeps" / "a.yaml").write_text(SWEEP_A)
@@ -137,6 +138,9 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     git(lab, "add", ".")
     git(lab, "commit", "-q", "-m", "the project")
 
+
+def test_each_edit_recomputes_exactly_what_it_changed(lab):
+    copied_project(lab)
     first = step(lab, "a", "b")
     a_cells = {c["partition"] for c in first["a"]["cells"]}
     (b_cell,) = {c["partition"] for c in first["b"]["cells"]}

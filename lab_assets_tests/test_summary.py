@@ -5,6 +5,7 @@ each embedding's scatter plot."""
 import base64
 import json
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -155,6 +156,15 @@ def test_a_small_difference_is_within_seed_noise_and_few_seeds_cannot_tell():
     comparisons = summary.compare(few, cells, summary.summarize(few, cells))
     assert set(comparisons["verdict"]) == {summary.TOO_FEW}
     assert (comparisons["n_pairs"] == 3).all() and comparisons["p_value"].notna().all()
+    # Every comparison lacks seeds: the text says so once, with the number a test needs, not once per metric.
+    lines = tables.comparison_lines(comparisons)
+    assert len(lines) == len(textwrap.wrap(" ".join(lines), 100)) <= 3
+    assert "at most 3 paired seeds" in " ".join(lines) and "at least 6 seeds" in " ".join(lines)
+    markdown = tables.summary_markdown("few", summary.summarize(few, cells), comparisons)
+    assert "at least 6 seeds" in markdown and "| verdict" not in markdown
+    mixed = comparisons.copy()
+    mixed.loc[0, ["verdict", "n_pairs"]] = [summary.NOISE, 8]  # one comparison can tell: every line is shown
+    assert tables.too_few_seeds(mixed) is None and len(tables.comparison_lines(mixed)) > len(comparisons)
 
     cells = synthetic_cells(few, rng)
     for metric in ("trustworthiness@k=5", "trustworthiness@k=10"):
@@ -224,7 +234,7 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
     assert max(map(len, shown.stdout.splitlines())) <= 100
     assert "trustworthiness (higher is better)" in shown.stdout and "isomap n_neighbors=12" in shown.stdout
     words = " ".join(shown.stdout.split())  # wrapped lines read as one text
-    assert "too few pairs to tell (2 < 6)" in words and "summary.md" in words
+    assert "at most 2 paired seeds" in words and "too few pairs" not in words and "summary.md" in words
     sql = "SELECT method_label, count(*) AS rows FROM tiny_summary WHERE best GROUP BY 1 ORDER BY 1"
     queried = lab_cli("query", sql, "--format", "json", cwd=lab)
     assert queried.returncode == 0, queried.stderr

@@ -122,6 +122,18 @@ def _verdict(c) -> str:
     return f"{c.verdict} (p {'<' if c.verdict == 'lead' else '>='} {ALPHA})"
 
 
+def too_few_seeds(comparisons: pd.DataFrame) -> str | None:
+    """One sentence when no comparison can reach a verdict for want of seeds (every one has fewer
+    than MIN_PAIRS pairs, or is a tie); None when at least one can."""
+    if comparisons.empty or not (comparisons["verdict"] == TOO_FEW).any() or \
+            not comparisons["verdict"].isin([TOO_FEW, TIE]).all():
+        return None
+    most = int(comparisons["n_pairs"].max())
+    return (f"best vs runner-up: not tested: {len(comparisons)} comparisons have at most {most} paired seeds; the "
+            f"{TEST} test needs at least {MIN_PAIRS} seeds to tell a lead from seed noise at alpha {ALPHA} "
+            f"(give the sweep `seeds:` {MIN_PAIRS} or more)")
+
+
 def comparison_lines(comparisons: pd.DataFrame, width: int = WIDTH) -> list[str]:
     head = (f"best vs runner-up per metric: {TEST} test over the same data seeds (two-sided, "
             f"alpha {ALPHA}, not corrected for multiple comparisons; with fewer than {MIN_PAIRS} pairs no "
@@ -129,6 +141,8 @@ def comparison_lines(comparisons: pd.DataFrame, width: int = WIDTH) -> list[str]
     lines = textwrap.wrap(head, width)
     if comparisons.empty:
         return lines + ["  (no metric with a direction and two methods with values)"]
+    if (few := too_few_seeds(comparisons)) is not None:  # every line would say the same: say it once
+        return textwrap.wrap(few, width)
     for dc in dict.fromkeys(comparisons["data_config"]):
         group = comparisons[comparisons["data_config"] == dc]
         lines.append(group["dataset_label"].iloc[0])
@@ -166,7 +180,7 @@ def summary_markdown(sweep_name: str, summary: pd.DataFrame, comparisons: pd.Dat
         out += [table.to_markdown(index=False), ""]
     out += [f"#### Best vs runner-up ({TEST}, paired over data seeds)", "",
             " ".join(comparison_lines(comparisons, 10_000)[:1]), ""]
-    if not comparisons.empty:
+    if not comparisons.empty and too_few_seeds(comparisons) is None:
         rows = pd.DataFrame({
             "dataset": comparisons["dataset_label"],
             "metric": [_metric_title(c) for c in comparisons.itertuples(index=False)],

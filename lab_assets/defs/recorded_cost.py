@@ -1,0 +1,28 @@
+"""What recomputing cells costs, from what computing them last took: the `wall_seconds` each
+asset's latest materialization recorded (`defs/metadata.py`), for `lab impact`."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from lab_assets.runtime.latest_events import latest_ids, records
+
+# The assets a cell's run materializes, as `dr/impact.py` names them: its dataset is two steps.
+PARTS = {"dataset": ("raw_dataset", "dataset"), "model": ("model",), "embedding": ("embedding",),
+         "metrics": ("metrics",)}
+
+
+def recorded_seconds(instance: dg.DagsterInstance, cells: list[str]) -> dict[str, dict[str, float]]:
+    """{cell: {asset of PARTS: wall seconds of its latest materialization}} for the cells that
+    have one; bounded queries (`latest_events`), not one per cell."""
+    out: dict[str, dict[str, float]] = {}
+    for name, assets in PARTS.items():
+        for asset in assets:
+            ids = latest_ids(instance, asset, partitions=cells)
+            for record in records(instance, asset, ids.values()).values():
+                m = record.asset_materialization
+                seconds = m.metadata.get("wall_seconds")
+                if m.partition is not None and seconds is not None:
+                    cell = out.setdefault(m.partition, {})
+                    cell[name] = cell.get(name, 0.0) + float(seconds.value)
+    return out

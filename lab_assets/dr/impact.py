@@ -1,0 +1,175 @@
+"""What a change makes stale, per sweep and cell, from the versions of two source trees
+(`defs/code_versions.snapshot` of a base revision and of the working tree), without running
+anything or reading an instance. The rules are `defs/freshness.make_plan`'s, in its order: a new
+cell computes everything; a changed dataset version (or the datasets asset module) recomputes
+the dataset and all below it; a changed method (or experiments.py) the embedding and the
+metrics; a new or changed metric column (or the shared metric code) the metrics alone. A metric
+taken out of a sweep stales nothing unless its code changed too (the row is then rewritten
+without it); the report is stale when a cell is, or when what it shows changed. Recorded wall
+seconds, where an instance has them, price the recomputation."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+DATASET, EMBEDDING, METRICS, MODEL = "dataset", "embedding", "metrics", "model"
+
+
+@dataclass
+class CellImpact:
+    cell: str
+    data: str
+    method: str
+    assets: dict[str, str]  # asset -> why it is recomputed
+    seconds: float | None = None  # recorded wall seconds of those assets (None: never computed / no instance)
+
+
+@dataclass
+class SweepImpact:
+    path: str
+    name: str
+    cells: int  # the head's cells
+    stale: list[CellImpact] = field(default_factory=list)
+    report: str = ""  # why the report is recomputed ("" = fresh)
+    error: str = ""  # the head cannot parse the file
+
+    @property
+    def reasons(self) -> Counter:
+        """{why: number of stale cells it names}."""
+        return Counter(why for c in self.stale for why in dict.fromkeys(c.assets.values()))
+
+    @property
+    def seconds(self) -> float | None:
+        known = [c.seconds for c in self.stale if c.seconds is not None]
+        return sum(known) if known else None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "name": self.name, "cells": self.cells, "stale_cells": len(self.stale),
+                "report": self.report, "error": self.error, "reasons": dict(self.reasons),
+                "seconds": self.seconds, "unpriced_cells": sum(c.seconds is None for c in self.stale),
+                "stale": [asdict(c) for c in self.stale]}
+
+
+def _every(assets: tuple[str, ...], why: str) -> dict[str, str]:
+    return dict.fromkeys(assets, why)
+
+
+def _module(name: str) -> str:
+    return f"asset module {name} changed: every cell"
+
+
+def cell_impact(cell: str, h: dict, b: dict | None, base: dict, head: dict) -> dict[str, str]:
+    """{asset: why} for one cell: `h`/`b` its head/base records (b None: no base sweep has it)."""
+    below = (EMBEDDING, METRICS) + ((MODEL,) if h["trainable"] else ())
+    if b is None:
+        return _every((DATASET, *below), "sweep file: new cell")
+    if base["assets"]["datasets.py"] != head["assets"]["datasets.py"]:
+        return _every((DATASET, *below), _module("datasets.py"))
+    if b["data_version"] != h["data_version"]:
+        what = "code changed" if b["dataset_code"] != h["dataset_code"] else "libraries or input file changed"
+        return _every((DATASET, *below), f"dataset {h['dataset']}: {what}")
+    if base["assets"]["experiments.py"] != head["assets"]["experiments.py"]:
+        return _every(below, _module("experiments.py"))
+    if b["method_version"] != h["method_version"]:
+        what = "code changed" if b["method_code"] != h["method_code"] else "libraries changed"
+        return _every(below, f"method {h['method_name']}: {what}")
+    if base["assets"]["metrics.py"] != head["assets"]["metrics.py"]:
+        return {METRICS: _module("metrics.py")}
+    had = set(b["columns"])
+    whys = []
+    for column in h["columns"]:
+        new, old = head["columns"][column], base["columns"].get(column)
+        if column not in had or old is None:
+            whys.append(f"metric {new['metric']}: new column {column}")
+        elif old["version"] != new["version"]:
+            if old["code"] != new["code"]:
+                whys.append(f"metric {new['metric']}: code changed")
+            else:
+                shared = [f for f, v in head["shared"].items() if base["shared"].get(f) != v]
+                whys.append(f"shared metric code changed ({', '.join(shared) or 'libraries'}): every metric")
+    for column in (c for c in b["columns"] if c not in h["columns"]):  # taken out of the sweeps
+        old = base["columns"].get(column)
+        if old is not None and head.get("metrics", {}).get(old["metric"]) != old["version"]:
+            whys.append(f"metric {old['metric']}: code changed, column removed: {column}")
+    return {METRICS: "; ".join(dict.fromkeys(whys))} if whys else {}
+
+
+def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
+    """Per sweep file of `paths` (as the head has it): its stale cells and report."""
+    known = {cell: rec for s in base["sweeps"].values() for cell, rec in s.get("cells", {}).items()}
+    out = []
+    for path in paths:
+        h = head["sweeps"].get(path, {"error": "no such file in the working tree"})
+        if "error" in h:
+            out.append(SweepImpact(path, "", 0, error=h["error"]))
+            continue
+        s = SweepImpact(path, h["name"], len(h["cells"]))
+        for cell, rec in h["cells"].items():
+            assets = cell_impact(cell, rec, known.get(cell), base, head)
+            if assets:
+                s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets))
+        b = base["sweeps"].get(path, {})
+        if s.stale:
+            s.report = "cells pending"
+        elif b.get("sweep_version") != h["sweep_version"]:
+            s.report = "the sweep's cells, labels or metric columns changed"
+        elif base["assets"]["reports.py"] != head["assets"]["reports.py"]:
+            s.report = "asset module reports.py changed"
+        out.append(s)
+    return out
+
+
+def _seconds(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "?"
+    return f"{value:.1f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
+def _summary_line(s: SweepImpact) -> str:
+    if s.error:
+        return f"sweep {s.path}: cannot be planned: {s.error.splitlines()[0]}"
+    cost = f", recorded cost {_seconds(s.seconds)}" if s.seconds is not None else ""
+    unpriced = sum(c.seconds is None for c in s.stale)
+    if s.seconds is not None and unpriced:
+        cost += f" (+{unpriced} cells never computed)"
+    report = f"report: {s.report}" if s.report else "report fresh"
+    return f"sweep {s.name} ({s.path}): {len(s.stale)} of {s.cells} cells stale{cost}; {report}"
+
+
+def _assets(c: CellImpact) -> str:
+    return ", ".join(a for a in (DATASET, MODEL, EMBEDDING, METRICS) if a in c.assets)
+
+
+def text(impacts: list[SweepImpact], cells: bool = True) -> str:
+    lines = []
+    for s in impacts:
+        lines.append(_summary_line(s))
+        for why, n in s.reasons.most_common():
+            lines.append(f"  {n:>5} cell{'s' * (n != 1)}  {why}")
+        if cells:
+            for c in s.stale:
+                cost = _seconds(c.seconds) if c.seconds is not None else ""
+                lines.append(f"    {c.cell}  {_assets(c)}  {cost}".rstrip())
+    return "\n".join(lines)
+
+
+def _cell_md(cell: str) -> str:
+    """A cell key in a Markdown table: its `|` would end the table cell."""
+    return cell.replace("|", "\\|")
+
+
+def markdown(impacts: list[SweepImpact], base: str, cells: bool = True) -> str:
+    out = [f"### What this change recomputes (against `{base}`)", ""]
+    for s in impacts:
+        out += [f"**{_summary_line(s)}**", ""]
+        if s.reasons:
+            out += ["| why | cells |", "|---|---:|", *(f"| {why} | {n} |" for why, n in s.reasons.most_common()), ""]
+        if s.stale and cells:
+            priced = s.seconds is not None
+            out += ["<details><summary>stale cells</summary>", "",
+                    "| cell | recomputes |" + " recorded cost |" * priced, "|---|---|" + "---:|" * priced]
+            out += [f"| `{_cell_md(c.cell)}` | {_assets(c)} |" + f" {_seconds(c.seconds)} |" * priced for c in s.stale]
+            out += ["", "</details>", ""]
+    return "\n".join(out)
