@@ -5,7 +5,7 @@ code server, webserver, daemon, one process per run from dagster-k8s's Job) runn
 slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
 GraphQL backfill. The slow tests share one cluster, started from a non-editable install (the
 object store's cut needs one of its own, behind a proxy). Under `run.py`'s two xdist workers
-these tests run on one, beside the rest (conftest.py, WAITING)."""
+these tests run on one, beside the tests that start processes (conftest.py, BESIDE)."""
 
 import json
 import math
