@@ -56,10 +56,12 @@ RUN set -eux; \
 # the project folder (LAB_PROJECT_DIR): sweeps/, workspace.yaml, the laptop dagster.yaml.
 # No git in the image: lineage records the commit as "unknown" here.
 COPY lab_assets ./lab_assets
+# What `lab cluster up` reads from k8s/base/, as package data (lab_assets/cli/cluster_files/ links to it).
+COPY k8s/base/dagster.yaml k8s/base/workspace.yaml ./k8s/base/
 COPY sweeps ./sweeps
 COPY workspace.yaml dagster.yaml ./
 RUN pip install --no-deps -c constraints.txt . \
-    && rm -rf build lab_assets lab_assets.egg-info \
+    && rm -rf build lab_assets lab_assets.egg-info k8s \
     && mkdir -p "$DAGSTER_HOME" "$LAB_HOME" \
     && chown -R 1000:1000 "$DAGSTER_HOME" "$LAB_HOME" /opt/lab
 

@@ -26,8 +26,8 @@ NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection is empty: never a 
 
 COMMANDS = {
     "demo": [str(BIN / "lab"), "sweep", "run", "sweeps/demo.yaml"],
-    # Two xdist workers: the cluster's tests (mostly waiting) beside the rest, one at a time (they
-    # use both cores); lab_assets_tests/conftest.py, pytest_xdist_make_scheduler.
+    # Two xdist workers: single-core and mostly waiting test files beside the rest, which run one at
+    # a time (they use both cores); lab_assets_tests/conftest.py, pytest_xdist_make_scheduler.
     "test": [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope"],
     "test-slow": [str(BIN / "python"), "-m", "pytest", "-q", "-m", "slow", "-n", "2", "--dist", "loadscope"],
     "bench": [str(BIN / "python"), "benchmarks/run_all.py"],

@@ -63,25 +63,32 @@ metrics:
 """
 
 
-# Test files whose tests mostly wait (on Postgres, a cluster's processes, polls and outages).
-WAITING = {"lab_assets_tests/test_cluster.py"}
+# Test files that need at most one core and start no `lab` process (single-threaded computations
+# in the test's own process, kubectl), or mostly wait (test_cluster.py: on Postgres, a cluster's
+# processes, polls and outages).
+BESIDE = {f"lab_assets_tests/{name}.py" for name in (
+    "test_cluster", "test_keys", "test_knn_metrics", "test_structure_metrics", "test_methods",
+    "test_methods_against_references", "test_datasets", "test_cron", "test_sweep", "test_k8s",
+    "test_training_model", "test_figures", "test_random_projection",
+)}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own scheduler
 def pytest_xdist_make_scheduler(config, log):
     """`run.py test` and `test-slow` run two xdist workers, `--dist loadscope`, with two scopes:
-    the WAITING files' tests on one worker, beside all the others, which compete for the 2 cores and
-    so run one at a time, in their usual order, on the other. (xdist's `loadgroup` marks do not
-    work with pytest 9: xdist renames `item._nodeid`, which pytest 9 no longer reads.)"""
+    the BESIDE files' tests on one worker, beside all the others, which start processes (sweeps
+    with two workers, `lab ui`, the warm service, package edits) and so run one at a time, in their
+    usual order, on the other. (xdist's `loadgroup` marks do nothing under pytest 9: xdist renames
+    `item._nodeid`, which pytest 9 no longer reads.)"""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class WaitingBesideCores(LoadScopeScheduling):
+    class BesideTheProcesses(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "waiting" if nodeid.split("::")[0] in WAITING else "cores"
+            return "beside" if nodeid.split("::")[0] in BESIDE else "processes"
 
-    return WaitingBesideCores(config, log)
+    return BesideTheProcesses(config, log)
 
 
 @pytest.fixture(scope="module")

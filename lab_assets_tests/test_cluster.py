@@ -5,7 +5,7 @@ code server, webserver, daemon, one process per run from dagster-k8s's Job) runn
 slow: the faults (a run process killed, Postgres stopped, the object store cut) and the UI's
 GraphQL backfill. The slow tests share one cluster, started from a non-editable install (the
 object store's cut needs one of its own, behind a proxy). Under `run.py`'s two xdist workers
-these tests run on one, beside the rest (conftest.py, WAITING)."""
+these tests run on one, beside the tests that start processes (conftest.py, BESIDE)."""
 
 import json
 import math
@@ -364,7 +364,8 @@ def lab_cluster(installed):
 def own_sweep(lab: Path, name: str, seed: int) -> str:
     """The tiny sweep under another name and seed (cells no other test on the shared cluster has);
     its file under sweeps/."""
-    (lab / "sweeps" / f"{name}.yaml").write_text(TINY_SWEEP.replace("name: tiny", f"name: {name}").replace("[0]", f"[{seed}]"))
+    text = TINY_SWEEP.replace("name: tiny", f"name: {name}").replace("seeds: [0]", f"seeds: [{seed}]")
+    (lab / "sweeps" / f"{name}.yaml").write_text(text)
     return f"sweeps/{name}.yaml"
 
 
@@ -606,7 +607,8 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     sweep_file = own_sweep(lab, "restart", seed=1)
     earlier = set(runs.glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", sweep_file, "--quiet", "--submit", lab_cluster.ui_url],
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", sweep_file, "--quiet", "--submit",
+         lab_cluster.ui_url],
         cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -676,8 +678,6 @@ def s3_behind_a_proxy():
     """Moto's S3 server and a TcpProxy in front of it: the cluster is given the proxy's address,
     the test keeps the server's (to look at the objects whatever the proxy does)."""
     import signal
-    import subprocess
-    import sys
 
     import boto3
 
@@ -768,7 +768,6 @@ def job_body(name: str, command: list[str], env: list[dict], env_from: list[dict
 
 
 def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
-    import sys
     import time
 
     from lab_assets.runtime.process_launcher import LaunchError, LocalJobs

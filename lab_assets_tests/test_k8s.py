@@ -720,6 +720,10 @@ def test_dockerfile_matches_the_deployment():
                 assert (REPO / source).exists(), source
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv/", ".lab/", ".git/", "**/__pycache__/"} <= set(ignored)
+    # The package data's links resolve in the build context: their targets are copied and not ignored.
+    for link in (REPO / "lab_assets" / "cli" / "cluster_files").iterdir():
+        target = link.resolve().relative_to(REPO).as_posix()
+        assert f"!{target}" in ignored and any(line.startswith("COPY ") and target in line.split() for line in lines), target
 
     # The CUDA torch path: the pin comes from constraints.txt (what the Dockerfile's sed reads),
     # and a local build label such as +cu128 still satisfies it, so the main install keeps it.

@@ -42,10 +42,11 @@ class _Reads(ast.NodeVisitor):
                     value = getattr(settings, alias.name, None)
                     if isinstance(value, str):
                         self.constants[alias.asname or alias.name] = {value}
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            value = node.value if isinstance(node, ast.Assign) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
-                        self.constants[target.id] = {node.value.value}
+                        self.constants[target.id] = {value.value}
         for node in ast.walk(tree):  # loop variables: `for var in ("LAB_X", "LAB_Y")`, comprehensions alike
             if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
                 values = self._sequence(node.iter)

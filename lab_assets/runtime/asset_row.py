@@ -44,7 +44,9 @@ def forward_only_upsert(dialect: str, asset_key: str, values: dict, event_id: in
     return (
         _INSERT[dialect](AssetKeyTable)
         .values(asset_key=asset_key, **values)
-        .on_conflict_do_update(index_elements=[AssetKeyTable.c.asset_key], set_=values, where=newer_than_stored(event_id))
+        .on_conflict_do_update(
+            index_elements=[AssetKeyTable.c.asset_key], set_=values, where=newer_than_stored(event_id)
+        )
     )
 
 
@@ -62,5 +64,6 @@ class ForwardOnlyAssetRow:
         dagster_event = event.dagster_event
         if not (dagster_event and dagster_event.asset_key and dagster_event.is_step_materialization):
             return super()._store_asset_event(conn, event, event_id)  # type: ignore[misc]
-        values = self._get_asset_entry_values(event, event_id, self._asset_key_index_cols(conn))  # type: ignore[attr-defined]
+        has_index_cols = self._asset_key_index_cols(conn)
+        values = self._get_asset_entry_values(event, event_id, has_index_cols)  # type: ignore[attr-defined]
         conn.execute(forward_only_upsert(conn.dialect.name, dagster_event.asset_key.to_string(), values, event_id))
