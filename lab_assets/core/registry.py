@@ -28,6 +28,7 @@ from typing import Any
 
 import pydantic
 
+from lab_assets.core import plugins
 
 RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0-9.]+))(?P<close>[\])])")
 
@@ -37,6 +38,10 @@ BETTER = ("higher", "lower", None)  # a metric's direction (Entry.better)
 
 class RegistryError(ValueError):
     """A name or a parameter that the registry does not accept."""
+
+
+class DeclarationError(RegistryError, plugins.EntryError):
+    """An entry whose name is taken or whose function does not have its kind's signature."""
 
 
 def digest(obj: Any, length: int = 8) -> str:
@@ -107,6 +112,11 @@ class Entry:
     shape: Callable[[dict[str, Any]], Shape] | None = None
     limits: Limits | None = None
     description: str = field(default="", compare=False)
+    # Where it comes from: "built-in", or a plugin's module and distribution (`lab list`).
+    origin: str = field(default=plugins.BUILT_IN, compare=False)
+    # The module whose source is the entry's code, when it is not the function's own (a class
+    # named by import path in a sweep: `core/estimator_paths.py`).
+    module: str | None = None
 
     def shape_of(self, params: dict[str, Any]) -> Shape:
         return self.shape(params) if self.shape is not None else Shape()
@@ -142,7 +152,7 @@ class Entry:
 
     @cached_property
     def code_version(self) -> str:
-        files = [inspect.getsourcefile(self.fn) or ""]
+        files = [source_file(self.module) if self.module else inspect.getsourcefile(self.fn) or ""]
         files += [source_file(module) for module in self.sources]
         sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
         versions = {p: package_version(p) for p in self.packages}
@@ -170,14 +180,21 @@ class Entry:
         return self.fn(*args, **params)
 
 
-class Registry:
-    """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules."""
+_REGISTRIES: list[Registry] = []
 
-    def __init__(self, kind: str, package: str):
+
+class Registry:
+    """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules and in
+    the lab's plugins (`core/plugins.py`). `first`: the one positional parameter of the kind's
+    functions (`seed`, `rng`, `nb`); every sweep parameter is keyword-only."""
+
+    def __init__(self, kind: str, package: str, first: str):
         self.kind = kind
         self.package = package
+        self.first = first
         self._entries: dict[str, Entry] = {}
         self._discovered = False
+        _REGISTRIES.append(self)
 
     def __call__(
         self,
@@ -198,13 +215,16 @@ class Registry:
             raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
 
         def register(fn: Callable[..., Any]) -> Entry:
+            origin, distribution = plugins.origin(fn.__module__)
             if name in self._entries:
-                raise RegistryError(f"{self.kind} {name!r} is registered twice")
+                taken = self._entries[name].origin
+                raise DeclarationError(f"{self.kind} {name!r} of {origin} clashes with the {self.kind} {name!r} of {taken}")
+            self._check_signature(name, fn)
             entry = Entry(
                 kind=self.kind,
                 name=name,
                 fn=fn,
-                packages=tuple(packages),
+                packages=(*packages, *([distribution] if distribution else [])),
                 fingerprint=fingerprint,
                 valid_range=valid_range,
                 better=better,
@@ -215,13 +235,32 @@ class Registry:
                 shape=shape,
                 limits=limits,
                 description=inspect.getdoc(fn) or "",
+                origin=origin,
             )
+            if origin != plugins.BUILT_IN:
+                try:  # a lab's annotations are checked when it loads, not when a sweep first names it
+                    entry.params_model  # noqa: B018
+                except Exception as e:  # noqa: BLE001 - a NameError, a type pydantic refuses: said as one line
+                    raise DeclarationError(f"{self.kind} {name!r}: its parameters' annotations: {type(e).__name__}: {e}") from None
             self._entries[name] = entry
             return entry
 
         return register
 
-    def _discover(self) -> None:
+    def _check_signature(self, name: str, fn: Callable[..., Any]) -> None:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError) as e:
+            raise DeclarationError(f"{self.kind} {name!r}: not a function with a signature: {e}") from None
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if not params or params[0].kind not in positional or any(p.kind is not inspect.Parameter.KEYWORD_ONLY for p in params[1:]):
+            where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+            raise DeclarationError(
+                f"{self.kind} {name!r} ({where}): signature {inspect.signature(fn)} is not "
+                f"({self.first}, *, <parameters>): one positional argument, then keyword-only parameters"
+            )
+
+    def _builtins(self) -> None:
         # Import every module of the package once, so that adding an entry is adding a file.
         if self._discovered:
             return
@@ -229,6 +268,14 @@ class Registry:
         pkg = sys.modules[self.package]
         for info in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{self.package}.{info.name}")
+
+    def _discover(self) -> None:
+        self._builtins()
+        plugins.load(lambda: [r._builtins() for r in list(_REGISTRIES)])
+
+    def entries(self) -> list[Entry]:
+        """Every entry, built-in and plugin, by name."""
+        return [self[name] for name in self.names()]
 
     def names(self) -> list[str]:
         self._discover()

@@ -93,3 +93,9 @@ def check_writable() -> None:
                 os.unlink(name)
         except OSError as e:
             raise unwritable(place, e) from None
+
+
+def lab_plugins() -> list[str]:
+    """LAB_PLUGINS: comma-separated module names of the lab's own entries (importable from the
+    project folder or the environment), besides the installed `lab_assets.plugins` entry points."""
+    return [m.strip() for m in os.environ.get("LAB_PLUGINS", "").split(",") if m.strip()]

@@ -28,7 +28,7 @@ from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
 from lab_assets.core.fast_exit import end_without_teardown
-from lab_assets.core.source_stamps import package_sources as code_stamps
+from lab_assets.core.source_stamps import package_sources, plugin_sources
 from lab_assets.core.threads import SINGLE_THREADED
 
 WORKER_PID_TAG = keys.tag("worker_pid")
@@ -92,7 +92,7 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         return cls(inst_data=inst_data, **config_value)
 
     def _least_busy_worker(self) -> ProcessPoolExecutor:
-        stamps = code_stamps()
+        stamps = (package_sources(), plugin_sources())
         with self._lock:
             if stamps != self._code_stamps:
                 for worker in self._busy:
