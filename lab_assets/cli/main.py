@@ -520,9 +520,12 @@ def parser() -> argparse.ArgumentParser:
     service.add_argument("action", choices=["status", "start", "stop"])
     service.set_defaults(fn=cmd_service)
 
+    from lab_assets.cli import entries, new
     from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
 
     add_cluster_parser(sub)
+    entries.add_parser(sub)
+    new.add_parser(sub)
     return p
 
 

@@ -218,7 +218,8 @@ class Registry:
             origin, distribution = plugins.origin(fn.__module__)
             if name in self._entries:
                 taken = self._entries[name].origin
-                raise DeclarationError(f"{self.kind} {name!r} of {origin} clashes with the {self.kind} {name!r} of {taken}")
+                other = f"built-in {self.kind} {name!r}" if taken == plugins.BUILT_IN else f"{self.kind} {name!r} of {taken}"
+                raise DeclarationError(f"{self.kind} {name!r} of {origin} clashes with the {other}")
             self._check_signature(name, fn)
             entry = Entry(
                 kind=self.kind,

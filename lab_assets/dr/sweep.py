@@ -263,9 +263,9 @@ def _entry(section: str, name: str, params: dict[str, Any], registry: Registry) 
         return registry[name], None
     path = params.pop(ESTIMATOR)
     if name in registry:
-        raise RegistryError(f"{name!r} is a registered method: give the {ESTIMATOR}: entry another name")
+        raise RegistryError(f"{name!r} is a registered method's name: name the class's entry otherwise")
     if not isinstance(path, str):
-        raise RegistryError(f"{ESTIMATOR}: expected an import path like 'mylab.reducers:SparseUMAP', got {path!r}")
+        raise RegistryError(f"expected an import path like 'mylab.reducers:SparseUMAP', got {path!r}")
     return estimator_paths.entry(path), path
 
 
@@ -277,10 +277,11 @@ def _expand(
     out = []
     for name, params in entries.items():
         params = dict(params or {})
+        where = f"{section}.{field_name(name)}" + (f".{ESTIMATOR}" if section == "methods" and ESTIMATOR in params else "")
         try:
             entry, estimator = _entry(section, name, params, registry)
         except RegistryError as e:
-            errors.append(f"{section}.{field_name(name)}: {e}")
+            errors.append(f"{where}: {e}")
             continue
         resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
         allowed = sorted(entry.params_model.model_fields)
