@@ -7,7 +7,6 @@ is refused in one line, exit 2, nothing run; `lab list` and `lab new` (its test 
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from sklearn.manifold import trustworthiness
 
 from lab_assets.cli import new
 from lab_assets.core import estimator_paths
-from lab_assets.core.registry import Entry, RegistryError
+from lab_assets.core.registry import Entry, RegistryError, package_version
 from lab_assets.core.storage import asset_path, parquet_frame, parquet_provenance
 from lab_assets.defs.assets.datasets import GENERATE_STREAM, features, rng
 from lab_assets_tests.conftest import lab_cli
@@ -288,6 +287,17 @@ def test_each_bad_estimator_path_is_refused_naming_its_field(project):
     done = lab_cli("sweep", "plan", "sweeps/bad.yaml", cwd=project)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == ["lab: invalid sweep", *(f"sweeps/bad.yaml: {line}" for *_, line in BAD_ESTIMATORS.values())]
+
+
+def test_a_scikit_learn_class_by_path_computes_what_the_built_in_entry_does():
+    from lab_assets.dr.methods import METHODS
+
+    entry = estimator_paths.entry("sklearn.decomposition:PCA")
+    assert entry.packages == ("scikit-learn",) and entry.origin.endswith(f"(scikit-learn {package_version('scikit-learn')})")
+    assert "random_state" not in entry.params_model.model_fields and entry(3).random_state == 3
+    params = entry.validate({"n_components": 2, "svd_solver": "full"})
+    X = np.random.default_rng(0).normal(size=(50, 6))
+    np.testing.assert_array_equal(entry(0, **params).fit_transform(X), METHODS["pca"](0, n_components=2).fit_transform(X))
 
 
 def test_an_estimator_entry_takes_the_cell_seed_and_its_init_parameters(mylab):

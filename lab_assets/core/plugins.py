@@ -114,12 +114,16 @@ def origin(module: str) -> tuple[str, str | None]:
 
 @cache
 def distribution_of(module: str) -> str | None:
-    """The installed distribution that provides a module (its entry point's, or one named like
-    its top-level package), or None (a module of the project folder)."""
+    """The installed distribution that provides a module (its entry point's, one named like its
+    top-level package, else the one whose files hold it: `sklearn` is scikit-learn's), or None (a
+    module of the project folder, or of no distribution)."""
     top = module.partition(".")[0]
     for p in declared():
         if p.distribution and p.module.partition(".")[0] == top:
             return p.distribution
+    file = getattr(sys.modules.get(top), "__file__", None)
+    if file and Path(file).resolve().is_relative_to(project_dir()) and "site-packages" not in Path(file).parts:
+        return None
     for name in dict.fromkeys((top, top.replace("_", "-"))):
         try:
             dist = metadata.distribution(name)
@@ -128,7 +132,13 @@ def distribution_of(module: str) -> str | None:
         provided = (dist.read_text("top_level.txt") or top).split()
         if top in provided:
             return dist.metadata["Name"]
-    return None
+    names = _distributions().get(top, [])
+    return names[0] if len(names) == 1 else None
+
+
+@cache
+def _distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()  # every installed distribution's files: ~0.3 s, once, only if needed
 
 
 def module_files(entry_points: bool = True) -> list[str]:

@@ -19,6 +19,7 @@ import pkgutil
 import re
 import sys
 import typing
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -148,7 +149,9 @@ class Entry:
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (annotation, default)
         config = pydantic.ConfigDict(extra="forbid", strict=True)
-        return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
+        with warnings.catch_warnings():  # a class's `copy` parameter (estimator:) is a field, whatever BaseModel has
+            warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
+            return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
 
     @cached_property
     def code_version(self) -> str:
