@@ -308,3 +308,23 @@ def test_an_estimator_entry_takes_the_cell_seed_and_its_init_parameters(mylab):
     assert entry(7, n_components=3).random_state == 7
     with pytest.raises(RegistryError, match="not an import path"):
         estimator_paths.resolve("Shuffled")
+
+
+@pytest.mark.slow  # a one-machine cluster: Postgres, an object store, the code server, the daemon
+def test_the_clusters_code_server_and_run_processes_load_the_plugins(project, mylab, monkeypatch):
+    import pandas as pd
+
+    from lab_assets_tests.test_cluster import read_metric_table, running_cluster, use_cluster
+
+    # `labextra` importable "in the image": the run processes get the image's PYTHONPATH and LAB_PLUGINS
+    monkeypatch.setenv("PYTHONPATH", str(project))
+    embedded = lab_cli("sweep", "run", "--quiet", "sweeps/mine.yaml", cwd=project)
+    assert embedded.returncode == 0, embedded.stdout[-3000:] + embedded.stderr[-3000:]
+    reference = read_metric_table(str(project / ".lab" / "assets" / "metric_table.parquet"))
+    assert {"spread@power=1", "trustworthiness@k=5"} <= set(reference.columns) and len(reference) == 4
+    with running_cluster(project) as state:
+        use_cluster(state, project, monkeypatch)
+        submitted = lab_cli("sweep", "run", "--quiet", "--submit", state.ui_url, "sweeps/mine.yaml", cwd=project)
+        assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+        result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet")
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
