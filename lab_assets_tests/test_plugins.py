@@ -149,6 +149,7 @@ def mylab(tmp_path_factory):
     pkg.mkdir()
     for name, text in {"__init__": "", "entries": ENTRIES, "ring": RING, "scaled": SCALED, "reducers": REDUCERS}.items():
         (pkg / f"{name}.py").write_text(text)
+    _pip("uninstall", "-y", "mylab")  # one left by an interrupted run: its entry point names a folder since deleted
     done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "-e", str(root))
     assert done.returncode == 0, done.stdout + done.stderr
     sys.path.insert(0, str(root))  # for this process too, which read the environment's .pth files at start
