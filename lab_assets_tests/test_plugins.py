@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn.manifold import trustworthiness
 
-from lab_assets.cli import new
+from lab_assets.cli import scaffold
 from lab_assets.core import estimator_paths
 from lab_assets.core.registry import Entry, RegistryError, package_version
 from lab_assets.core.storage import asset_path, parquet_frame, parquet_provenance
@@ -117,12 +117,12 @@ def test_lab_new_writes_entries_whose_tests_pass_as_written(lab, monkeypatch):
     done = lab_cli("new", "method", "my_proj", cwd=lab)
     assert done.returncode == 0, done.stderr
     assert "LAB_PLUGINS=plugins" in done.stdout and '[project.entry-points."lab_assets.plugins"]' in done.stdout
-    new.write("dataset", "my_circle", lab / "plugins")
-    new.write("metric", "my_overlap", lab / "plugins")
-    with pytest.raises(new.NewEntryError, match="exists already; nothing written"):
-        new.write("method", "my_proj", lab / "plugins")
-    with pytest.raises(new.NewEntryError, match=r"metric 'trustworthiness' exists already \(built-in\)"):
-        new.write("metric", "trustworthiness", lab / "plugins")
+    scaffold.write("dataset", "my_circle", lab / "plugins")
+    scaffold.write("metric", "my_overlap", lab / "plugins")
+    with pytest.raises(scaffold.NewEntryError, match="exists already; nothing written"):
+        scaffold.write("method", "my_proj", lab / "plugins")
+    with pytest.raises(scaffold.NewEntryError, match=r"metric 'trustworthiness' exists already \(built-in\)"):
+        scaffold.write("metric", "trustworthiness", lab / "plugins")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "plugins"], cwd=lab,
                            capture_output=True, text=True, timeout=300)
     assert tests.returncode == 0 and "3 passed" in tests.stdout, tests.stdout[-3000:]
@@ -222,6 +222,10 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     reducers.write_text(reducers.read_text() + "\n# edited\n")
     stale = {c for c, s in _plan(project).items() if s == "stale"}
     assert stale == {cell for m in ("scaled", "shuffled") for _, cell in by_method[m]}
+    # The first run saved its no-op answer (runner/noop_cache.py): the edits are seen through it.
+    again = lab_cli("sweep", "run", "--json", "--workers", "2", "sweeps/mine.yaml", cwd=project)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert json.loads(again.stdout)["materialized"]["cells"] == 4
 
 
 def test_lab_list_shows_plugins_with_their_origin_and_parameters(project):

@@ -35,6 +35,8 @@ RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0
 
 
 BETTER = ("higher", "lower", None)  # a metric's direction (Entry.better)
+# An entry's name starts its keys (`<name>-<stem>-<digest>`): folder names, partition keys.
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 
 
 class RegistryError(ValueError):
@@ -216,6 +218,8 @@ class Registry:
     ) -> Callable[[Callable[..., Any]], Entry]:
         if better not in BETTER:
             raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise DeclarationError(f"{self.kind} {name!r}: a name is a letter, then letters, digits or _ (at most 48)")
 
         def register(fn: Callable[..., Any]) -> Entry:
             origin, distribution = plugins.origin(fn.__module__)

@@ -24,7 +24,7 @@ from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
 from lab_assets.core import estimator_paths, keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
-from lab_assets.core.registry import Entry, Registry, RegistryError, digest
+from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
 
 KEY_DIGEST_LENGTH = 6
 RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
@@ -264,6 +264,8 @@ def _entry(section: str, name: str, params: dict[str, Any], registry: Registry) 
     path = params.pop(ESTIMATOR)
     if name in registry:
         raise RegistryError(f"{name!r} is a registered method's name: name the class's entry otherwise")
+    if not NAME.fullmatch(name):
+        raise RegistryError(f"{name!r}: the name of a class's entry is a letter, then letters, digits or _ (at most 48)")
     if not isinstance(path, str):
         raise RegistryError(f"expected an import path like 'mylab.reducers:SparseUMAP', got {path!r}")
     return estimator_paths.entry(path), path
