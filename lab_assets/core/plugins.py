@@ -56,7 +56,10 @@ def declared() -> list[Plugin]:
         for ep in metadata.entry_points(group=GROUP)
     ]
     out += [Plugin(m, "LAB_PLUGINS") for m in lab_plugins()]
-    return list({p.module: p for p in reversed(out)}.values())[::-1]  # a module named twice loads once
+    once: dict[str, Plugin] = {}
+    for plugin in out:  # a module named twice loads once, as the first that names it
+        once.setdefault(plugin.module, plugin)
+    return list(once.values())
 
 
 @contextmanager

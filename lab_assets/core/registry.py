@@ -217,7 +217,7 @@ class Registry:
         limits: Limits | None = None,
     ) -> Callable[[Callable[..., Any]], Entry]:
         if better not in BETTER:
-            raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
+            raise DeclarationError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise DeclarationError(f"{self.kind} {name!r}: a name is a letter, then letters, digits or _ (at most 48)")
 
