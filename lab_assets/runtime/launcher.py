@@ -34,6 +34,11 @@ from lab_assets.core.threads import SINGLE_THREADED
 WORKER_PID_TAG = keys.tag("worker_pid")
 
 
+def code_stamps() -> tuple:
+    """The package's sources and the lab's plugin modules: a change retires the warm workers."""
+    return package_sources(), plugin_sources()
+
+
 def _worker_init(env: dict[str, str]) -> None:
     os.environ.update(env)
     end_without_teardown(0)  # retiring a worker waits for it to end; its status is never read
@@ -92,7 +97,7 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         return cls(inst_data=inst_data, **config_value)
 
     def _least_busy_worker(self) -> ProcessPoolExecutor:
-        stamps = (package_sources(), plugin_sources())
+        stamps = code_stamps()
         with self._lock:
             if stamps != self._code_stamps:
                 for worker in self._busy:
