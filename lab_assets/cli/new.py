@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     root = package.parent
     print(f"test it:  python -m pytest {package / f'test_{args.name}.py'}")
     if package.name not in lab_plugins():
-        print(f"load it:  export LAB_PLUGINS={package.name}   (from {root}, or with {root} on PYTHONPATH)")
+        modules = ",".join([*lab_plugins(), package.name])
+        print(f"load it:  export LAB_PLUGINS={modules}   (from {root}, or with {root} on PYTHONPATH)")
         print("   or, in the pyproject.toml of the lab's own distribution (then `pip install -e .`):")
         print(f'          [project.entry-points."lab_assets.plugins"]\n          {package.name} = "{package.name}"')
     print(f"then:     lab list {args.kind}s")
