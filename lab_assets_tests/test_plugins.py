@@ -305,6 +305,13 @@ def test_a_scikit_learn_class_by_path_computes_what_the_built_in_entry_does():
     np.testing.assert_array_equal(entry(0, **params).fit_transform(X), METHODS["pca"](0, n_components=2).fit_transform(X))
 
 
+def test_a_class_in_the_project_folder_is_found_by_path(lab):
+    (lab / "project_reducers.py").write_text(REDUCERS)  # not on the import path: the project folder is
+    entry = estimator_paths.entry("project_reducers:Shuffled")
+    assert entry.origin == "project_reducers" and entry.packages == () and entry(4).random_state == 4
+    assert str(lab) not in sys.path
+
+
 def test_an_estimator_entry_takes_the_cell_seed_and_its_init_parameters(mylab):
     entry = estimator_paths.entry("mylab.reducers:Shuffled")
     assert isinstance(entry, Entry) and entry.module == "mylab.reducers" and "mylab" in entry.packages

@@ -27,7 +27,8 @@ def resolve(path: str) -> type:
     if not module or not name or not sep:
         raise RegistryError(f"{path!r} is not an import path like 'mylab.reducers:SparseUMAP'")
     try:
-        obj: Any = importlib.import_module(module)
+        with plugins.project_on_path():
+            obj: Any = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - whatever the lab's module raises, said in one line
         raise RegistryError(f"{path!r} does not resolve: module {module!r} does not import: {type(e).__name__}: {e}") from None
     for part in name.split("."):

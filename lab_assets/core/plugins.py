@@ -63,9 +63,9 @@ def declared() -> list[Plugin]:
 
 
 @contextmanager
-def _project_on_path() -> Iterator[None]:
-    """LAB_PLUGINS modules may live in the project folder (`lab new` writes `plugins/` there). It
-    is on the import path while they load, not after: the warm service compares its import path
+def project_on_path() -> Iterator[None]:
+    """LAB_PLUGINS modules and `estimator:` classes may live in the project folder (`lab new` writes
+    `plugins/` there). It is on the import path while they load, not after: the warm service compares its import path
     with its client's to know it still runs the same code."""
     folder = str(project_dir())
     added = folder not in sys.path
@@ -94,7 +94,7 @@ def load(builtins: Callable[[], None]) -> None:
     lines = []
     for plugin in declared():
         try:
-            with _project_on_path():
+            with project_on_path():
                 importlib.import_module(plugin.module)
         except EntryError as e:
             lines.append(f"plugin {plugin.module} ({plugin.via}): {e}")
