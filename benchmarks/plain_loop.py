@@ -21,7 +21,6 @@ def run(path: str) -> dict:
 
     from lab_assets.defs.assets.datasets import GENERATE_STREAM, raw_frame, rng
     from lab_assets.dr.datasets import DATASETS
-    from lab_assets.dr.methods import METHODS
     from lab_assets.dr.metrics import METRICS, NotApplicable
     from lab_assets.dr.metrics.neighbors import Neighborhoods
     from lab_assets.dr.sweep import load_sweep
@@ -36,7 +35,7 @@ def run(path: str) -> dict:
         seconds["datasets"] += time.perf_counter() - t
         for m in sweep.methods:
             t = time.perf_counter()
-            Z = np.asarray(METHODS[m.method](d.seed, **m.params).fit_transform(X), dtype=np.float64)
+            Z = np.asarray(m.entry(d.seed, **m.params).fit_transform(X), dtype=np.float64)
             seconds[f"method:{m.method}"] += time.perf_counter() - t
             t = time.perf_counter()
             k_max = max((mc.params.get("k", 0) for mc in sweep.metrics), default=0)

@@ -16,12 +16,27 @@ import argparse
 import os
 import sys
 
-from lab_assets.cli import check, cluster, compare, impact, logs, query, report, service, study, sweep, ui, verify
+from lab_assets.cli import (
+    check,
+    cluster,
+    compare,
+    entries,
+    impact,
+    logs,
+    new,
+    query,
+    report,
+    service,
+    study,
+    sweep,
+    ui,
+    verify,
+)
 from lab_assets.cli.exits import BAD_INPUT, FAILED, INTERRUPTED
 from lab_assets.core import fast_exit
 from lab_assets.runner.commands import hand_over
 
-COMMANDS = (sweep, report, verify, logs, query, study, ui, service, cluster, check, impact, compare)
+COMMANDS = (sweep, report, verify, logs, query, study, ui, service, cluster, check, impact, compare, entries, new)
 
 
 def parser() -> argparse.ArgumentParser:

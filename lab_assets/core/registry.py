@@ -19,6 +19,7 @@ import pkgutil
 import re
 import sys
 import typing
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -28,15 +29,22 @@ from typing import Any
 
 import pydantic
 
+from lab_assets.core import plugins
 
 RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0-9.]+))(?P<close>[\])])")
 
 
 BETTER = ("higher", "lower", None)  # a metric's direction (Entry.better)
+# An entry's name starts its keys (`<name>-<stem>-<digest>`): folder names, partition keys.
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 
 
 class RegistryError(ValueError):
     """A name or a parameter that the registry does not accept."""
+
+
+class DeclarationError(RegistryError, plugins.EntryError):
+    """An entry whose name is taken or whose function does not have its kind's signature."""
 
 
 def digest(obj: Any, length: int = 8) -> str:
@@ -107,6 +115,11 @@ class Entry:
     shape: Callable[[dict[str, Any]], Shape] | None = None
     limits: Limits | None = None
     description: str = field(default="", compare=False)
+    # Where it comes from: "built-in", or a plugin's module and distribution (`lab list`).
+    origin: str = field(default=plugins.BUILT_IN, compare=False)
+    # The module whose source is the entry's code, when it is not the function's own (a class
+    # named by import path in a sweep: `core/estimator_paths.py`).
+    module: str | None = None
 
     def shape_of(self, params: dict[str, Any]) -> Shape:
         return self.shape(params) if self.shape is not None else Shape()
@@ -138,11 +151,13 @@ class Entry:
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (annotation, default)
         config = pydantic.ConfigDict(extra="forbid", strict=True)
-        return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
+        with warnings.catch_warnings():  # a class's `copy` parameter (estimator:) is a field, whatever BaseModel has
+            warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
+            return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
 
     @cached_property
     def code_version(self) -> str:
-        files = [inspect.getsourcefile(self.fn) or ""]
+        files = [source_file(self.module) if self.module else inspect.getsourcefile(self.fn) or ""]
         files += [source_file(module) for module in self.sources]
         sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
         versions = {p: package_version(p) for p in self.packages}
@@ -170,14 +185,21 @@ class Entry:
         return self.fn(*args, **params)
 
 
-class Registry:
-    """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules."""
+_REGISTRIES: list[Registry] = []
 
-    def __init__(self, kind: str, package: str):
+
+class Registry:
+    """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules and in
+    the lab's plugins (`core/plugins.py`). `first`: the one positional parameter of the kind's
+    functions (`seed`, `rng`, `nb`); every sweep parameter is keyword-only."""
+
+    def __init__(self, kind: str, package: str, first: str):
         self.kind = kind
         self.package = package
+        self.first = first
         self._entries: dict[str, Entry] = {}
         self._discovered = False
+        _REGISTRIES.append(self)
 
     def __call__(
         self,
@@ -195,16 +217,22 @@ class Registry:
         limits: Limits | None = None,
     ) -> Callable[[Callable[..., Any]], Entry]:
         if better not in BETTER:
-            raise RegistryError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
+            raise DeclarationError(f"{self.kind} {name!r}: better={better!r}; allowed: 'higher', 'lower', None")
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise DeclarationError(f"{self.kind} {name!r}: a name is a letter, then letters, digits or _ (at most 48)")
 
         def register(fn: Callable[..., Any]) -> Entry:
+            origin, distribution = plugins.origin(fn.__module__)
             if name in self._entries:
-                raise RegistryError(f"{self.kind} {name!r} is registered twice")
+                taken = self._entries[name].origin
+                other = f"built-in {self.kind} {name!r}" if taken == plugins.BUILT_IN else f"{self.kind} {name!r} of {taken}"
+                raise DeclarationError(f"{self.kind} {name!r} of {origin} clashes with the {other}")
+            self._check_signature(name, fn)
             entry = Entry(
                 kind=self.kind,
                 name=name,
                 fn=fn,
-                packages=tuple(packages),
+                packages=(*packages, *([distribution] if distribution else [])),
                 fingerprint=fingerprint,
                 valid_range=valid_range,
                 better=better,
@@ -215,13 +243,32 @@ class Registry:
                 shape=shape,
                 limits=limits,
                 description=inspect.getdoc(fn) or "",
+                origin=origin,
             )
+            if origin != plugins.BUILT_IN:
+                try:  # a lab's annotations are checked when it loads, not when a sweep first names it
+                    entry.params_model  # noqa: B018
+                except Exception as e:  # noqa: BLE001 - a NameError, a type pydantic refuses: said as one line
+                    raise DeclarationError(f"{self.kind} {name!r}: its parameters' annotations: {type(e).__name__}: {e}") from None
             self._entries[name] = entry
             return entry
 
         return register
 
-    def _discover(self) -> None:
+    def _check_signature(self, name: str, fn: Callable[..., Any]) -> None:
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError) as e:
+            raise DeclarationError(f"{self.kind} {name!r}: not a function with a signature: {e}") from None
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if not params or params[0].kind not in positional or any(p.kind is not inspect.Parameter.KEYWORD_ONLY for p in params[1:]):
+            where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+            raise DeclarationError(
+                f"{self.kind} {name!r} ({where}): signature {inspect.signature(fn)} is not "
+                f"({self.first}, *, <parameters>): one positional argument, then keyword-only parameters"
+            )
+
+    def _builtins(self) -> None:
         # Import every module of the package once, so that adding an entry is adding a file.
         if self._discovered:
             return
@@ -229,6 +276,14 @@ class Registry:
         pkg = sys.modules[self.package]
         for info in pkgutil.iter_modules(pkg.__path__):
             importlib.import_module(f"{self.package}.{info.name}")
+
+    def _discover(self) -> None:
+        self._builtins()
+        plugins.load(lambda: [r._builtins() for r in list(_REGISTRIES)])
+
+    def entries(self) -> list[Entry]:
+        """Every entry, built-in and plugin, by name."""
+        return [self[name] for name in self.names()]
 
     def names(self) -> list[str]:
         self._discover()

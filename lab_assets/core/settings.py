@@ -31,6 +31,7 @@ STORAGE_OPTIONS_VAR = "LAB_STORAGE_OPTIONS"
 EXECUTOR_VAR = "LAB_EXECUTOR"
 SERVICE_VAR = "LAB_SERVICE"  # "1": use the warm service, "0": never; unset: when stdin and stderr are terminals
 SERVICE_IDLE_VAR = "LAB_SERVICE_IDLE"  # seconds a service waits for a command before it ends
+PLUGINS_VAR = "LAB_PLUGINS"  # comma-separated modules of the lab's own entries
 SERVICE_CHILD_VAR = "LAB_SERVICE_CHILD"  # set in a command the service runs: it never forwards again
 # What places a command's files and instance, and how it runs them: a process serving another
 # command's lab home sets these anew.
@@ -176,3 +177,9 @@ def check_writable() -> None:
                 os.unlink(name)
         except OSError as e:
             raise unwritable(place, e) from None
+
+
+def lab_plugins() -> list[str]:
+    """LAB_PLUGINS: comma-separated module names of the lab's own entries (importable from the
+    project folder or the environment), besides the installed `lab_assets.plugins` entry points."""
+    return [m.strip() for m in _get(PLUGINS_VAR).split(",") if m.strip()]

@@ -47,3 +47,11 @@ def folder(path: str | os.PathLike[str]) -> tuple:
         return files(e.path for e in os.scandir(path) if e.is_file())
     except OSError:
         return ()
+
+
+def plugin_sources(entry_points: bool = True) -> tuple:
+    """The lab's plugin modules (`core/plugins.py`; without `entry_points`, those of LAB_PLUGINS
+    only): code the package's own stamps do not cover, found from this process's folder."""
+    from lab_assets.core.plugins import module_files
+
+    return files(module_files(entry_points))

@@ -18,7 +18,6 @@ import pandas as pd
 from lab_assets.core import integrity, keys, storage
 from lab_assets.core.integrity import Fingerprint
 from lab_assets.dr import keystore
-from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.latest_events import latest_ids, records
 
@@ -111,7 +110,7 @@ def sweep_partitions(sweep: Sweep) -> dict[str, list[str | None]]:
     """Every partition of every asset a sweep writes (datasets too are partitioned by cell:
     each cell's dataset partition records the data key's one file)."""
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
-    trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
+    trainable = {m.key for m in sweep.methods if m.entry.trainable}
     return {
         **{a: cells for a in DATA_ASSETS},
         "model": [keys.cell_key(d, m) for d, m in sweep.cells if m in trainable],

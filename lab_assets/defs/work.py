@@ -20,7 +20,6 @@ from lab_assets.core.k8s_resources import k8s_tags
 from lab_assets.defs.inflight import command_tags
 from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, job_name
 from lab_assets.defs.freshness import FRESH, MISSING, SweepPlan
-from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.backfills import backfill_request, partition_subset
 
@@ -94,9 +93,9 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     sweep = plan.sweep
     # Only trainable methods have a `model`: a backfill counts a requested partition that its
     # run skips as failed.
-    trainable = {m.key for m in sweep.methods if METHODS[m.method].trainable}
+    trainable = {m.key for m in sweep.methods if m.entry.trainable}
     resources = {m.key: k8s_tags(m.resources) for m in sweep.methods}
-    methods = {m.key: m.method for m in sweep.methods}
+    methods = {m.key: m for m in sweep.methods}
     # A dataset is partitioned by cell (defs/partitions.py). A new cell's dataset partition is
     # computed in the cell's own run; a stale or damaged one first, in a run of its own, so that
     # one re-materialized unchanged leaves its cells fresh (the cells phase is planned again).
@@ -120,7 +119,7 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     cells = Phase(
         "cells",
         # Slow methods first: the sweep's last minutes are not one long cell on one core.
-        tuple(cell_run(c) for c in sorted(plan.pending_cells(), key=lambda c: not METHODS[methods[c.method]].slow)),
+        tuple(cell_run(c) for c in sorted(plan.pending_cells(), key=lambda c: not methods[c.method].entry.slow)),
         tuple(Fresh(CELLS, c.partition) for c in plan.cells if c.status == FRESH),
         recheck=True,
     )

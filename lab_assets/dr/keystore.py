@@ -15,7 +15,7 @@ def save_sweep(sweep: Sweep) -> None:
     for d in sweep.data:
         key_records.write("data", d.key, {"dataset": d.dataset, "params": d.params, "seed": d.seed})
     for m in sweep.methods:
-        key_records.write("method", m.key, {"method": m.method, "params": m.params, "resources": m.resources})
+        key_records.write("method", m.key, m.record())
     key_records.write("sweep", sweep.name, sweep.to_json())
 
 

@@ -22,12 +22,13 @@ from pydantic import Field
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
-from lab_assets.core import keys
+from lab_assets.core import estimator_paths, keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
-from lab_assets.core.registry import Registry, RegistryError, digest
+from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
 
 KEY_DIGEST_LENGTH = 6
 RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
+ESTIMATOR = "estimator"  # reserved key in a method's entry: a class by import path (core/estimator_paths.py)
 
 
 class SweepError(InputError):
@@ -36,10 +37,17 @@ class SweepError(InputError):
     what = "sweep"
 
 
-def _key(registry: Registry, name: str, params: dict[str, Any]) -> str:
+def _key(registry: Registry, name: str, params: dict[str, Any], estimator: str | None = None) -> str:
     """`<name>-<changed parameters>-<digest of all of them>` (core/keys.py). A record of an entry
     no longer registered keeps a key (its stem then shows every parameter): reading old records
-    must not fail, and nothing can compute such a cell anyway."""
+    must not fail, and nothing can compute such a cell anyway. A class named by import path enters
+    the digest (two classes under one name are two keys), not the stem (the name is its label)."""
+    if estimator is not None:
+        try:
+            changed = estimator_paths.entry(estimator).changed(params)
+        except RegistryError:
+            changed = params
+        return keys.config_key(name, changed, digest([name, params, estimator], KEY_DIGEST_LENGTH))
     changed = registry[name].changed(params) if name in registry else params
     return keys.config_key(name, changed, digest([name, params], KEY_DIGEST_LENGTH))
 
@@ -69,10 +77,26 @@ class MethodConfig:
     # Compute resources ({"gpu": 1, "memory": "16Gi"}): where the cell runs, not what it
     # computes, so they are not part of the key.
     resources: dict[str, Any] = field(default_factory=dict)
+    # A class's import path (`mylab.reducers:SparseUMAP`) when `method` is the sweep's name for it
+    # rather than a registered method.
+    estimator: str | None = None
 
     @cached_property
     def key(self) -> str:
-        return _key(METHODS, self.method, self.params)
+        return _key(METHODS, self.method, self.params, self.estimator)
+
+    @cached_property
+    def entry(self) -> Entry:
+        """The registry entry that computes it (or the class's, for an `estimator:`)."""
+        return estimator_paths.entry(self.estimator) if self.estimator else METHODS[self.method]
+
+    def record(self) -> dict[str, Any]:
+        """What a key record and a sweep record hold (`estimator` only when named: records of
+        registered methods stay as they were)."""
+        out = asdict(self)
+        if self.estimator is None:
+            out.pop(ESTIMATOR)
+        return out
 
 
 @dataclass(frozen=True)
@@ -125,6 +149,7 @@ class Sweep:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("cells")
+        out["methods"] = [m.record() for m in self.methods]
         return out
 
     @classmethod
@@ -231,23 +256,40 @@ def _resources(where: str, params: dict[str, Any], errors: list[str]) -> dict[st
     return resources
 
 
+def _entry(section: str, name: str, params: dict[str, Any], registry: Registry) -> tuple[Entry, str | None]:
+    """The entry a sweep's item names, and the class path when it names one (`estimator:`, methods
+    only); RegistryError otherwise."""
+    if section != "methods" or ESTIMATOR not in params:
+        return registry[name], None
+    path = params.pop(ESTIMATOR)
+    if name in registry:
+        raise RegistryError(f"{name!r} is a registered method's name: name the class's entry otherwise")
+    if not NAME.fullmatch(name):
+        raise RegistryError(f"{name!r}: the name of a class's entry is a letter, then letters, digits or _ (at most 48)")
+    if not isinstance(path, str):
+        raise RegistryError(f"expected an import path like 'mylab.reducers:SparseUMAP', got {path!r}")
+    return estimator_paths.entry(path), path
+
+
 def _expand(
     section: str, entries: dict[str, Params], registry: Registry, errors: list[str]
-) -> list[tuple[str, dict, dict]]:
-    """(name, validated params, resources) per grid point; `resources` only where allowed."""
+) -> list[tuple[str, dict, dict, Entry, str | None]]:
+    """(name, validated params, resources, entry, class path) per grid point; `resources` only
+    where allowed, a class path only for methods."""
     out = []
     for name, params in entries.items():
-        try:
-            entry = registry[name]
-        except RegistryError as e:
-            errors.append(f"{section}.{field_name(name)}: {e}")
-            continue
         params = dict(params or {})
+        where = f"{section}.{field_name(name)}" + (f".{ESTIMATOR}" if section == "methods" and ESTIMATOR in params else "")
+        try:
+            entry, estimator = _entry(section, name, params, registry)
+        except RegistryError as e:
+            errors.append(f"{where}: {e}")
+            continue
         resources = _resources(f"{section}.{name}", params, errors) if section == "methods" else {}
         allowed = sorted(entry.params_model.model_fields)
         for combo in _grid(params):
             try:
-                out.append((name, entry.validate(combo), resources))
+                out.append((name, entry.validate(combo), resources, entry, estimator))
             except pydantic.ValidationError as e:
                 errors.extend(pydantic_lines(f"{section}.{name}", e, allowed))
                 break  # one report per entry, not one per grid point
@@ -270,9 +312,9 @@ def parse_sweep(text: str, source: str) -> Sweep:
         name=spec.name,
         source=source,
         description=spec.description,
-        data=_unique([DataConfig(name, params, seed) for name, params, _ in data for seed in spec.seeds]),
-        methods=_unique([MethodConfig(name, params, resources) for name, params, resources in methods]),
-        metrics=_unique([MetricConfig(name, params) for name, params, _ in metrics]),
+        data=_unique([DataConfig(name, params, seed) for name, params, *_ in data for seed in spec.seeds]),
+        methods=_unique([MethodConfig(name, params, resources, estimator) for name, params, resources, _, estimator in methods]),
+        metrics=_unique([MetricConfig(name, params) for name, params, *_ in metrics]),
         schedule=spec.schedule,
     )
 
@@ -282,8 +324,7 @@ def _limits(data: list, methods: list, metrics: list) -> list[str]:
     parameters or its file) against each method's and metric's parameters (each registry entry's
     `limits`). One line per (field, problem), naming the data it concerns."""
     lines: list[str] = []
-    for name, params, _ in data:
-        entry = DATASETS[name]
+    for name, params, _, entry, _ in data:
         shape = entry.shape_of(params)
         on = f"data {name} {_brief(params)}"
         if shape.points is not None:
@@ -292,9 +333,9 @@ def _limits(data: list, methods: list, metrics: list) -> list[str]:
         lines += [f"data.{name}.{field}: {why}" for field, why in problems.items()]
         if problems:  # its shape means nothing yet
             continue
-        for section, entries, registry in (("methods", methods, METHODS), ("metrics", metrics, METRICS)):
-            for other, other_params, _ in entries:
-                for field, why in registry[other].problems(other_params, shape).items():
+        for section, entries in (("methods", methods), ("metrics", metrics)):
+            for other, other_params, _, other_entry, _ in entries:
+                for field, why in other_entry.problems(other_params, shape).items():
                     lines.append(f"{section}.{other}.{field}: {why} ({on})")
     return list(dict.fromkeys(lines))
 

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab_assets.core import source_stamps
-from lab_assets.core.settings import dagster_home, executor, lab_home, project_dir, storage_options, storage_url
+from lab_assets.core.settings import (
+    dagster_home,
+    executor,
+    lab_home,
+    lab_plugins,
+    project_dir,
+    storage_options,
+    storage_url,
+)
 from lab_assets.runtime.freshness.instance_head import head
 
 if TYPE_CHECKING:
@@ -68,7 +76,7 @@ class NoopCache:
             "python": [sys.executable, sys.version],
             "sweep": self._sweep,
             "places": [str(p) for p in (project_dir(), lab_home(), dagster_home(), root)],
-            "env": {"storage_options": storage_options(), "executor": executor()},
+            "env": {"storage_options": storage_options(), "executor": executor(), "plugins": lab_plugins()},
             "code": source_stamps.package_sources(),
             "libraries": source_stamps.installed_packages(),
             "instance_config": source_stamps.files([project_dir() / "dagster.yaml", dagster_home() / "dagster.yaml"]),
@@ -98,7 +106,7 @@ class NoopCache:
         was read from."""
         if self._marked is None or _reads_input_files(sweep):
             return
-        paths = sorted({*map(str, paths), *sources_outside_the_package()})
+        paths = sorted({*map(str, paths), *sources_outside_the_package(sweep)})
         entry = {"format": FORMAT, "state": self._marked, "paths": paths,
                  "files": list(map(list, source_stamps.files(paths))), "answer": answer}
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,13 +127,16 @@ def _reads_input_files(sweep: Sweep) -> bool:
     """A dataset or method whose version digests an input file's content (a `file` dataset): an
     edit of that file changes nothing the state covers, so such a sweep is never answered here."""
     datasets, methods, _ = _registries()
-    return any(datasets[d.dataset].fingerprint for d in sweep.data) or any(methods[m.method].fingerprint for m in sweep.methods)
+    return any(datasets[d.dataset].fingerprint for d in sweep.data) or any(m.entry.fingerprint for m in sweep.methods)
 
 
-def sources_outside_the_package() -> set[str]:
-    """Modules that registry entries name in `sources=` (part of their code versions) and that
-    live outside the package (a user's estimator module): checked like the answer's files."""
+def sources_outside_the_package(sweep: Sweep | None = None) -> set[str]:
+    """Modules that registry entries are defined in or name in `sources=` (part of their code
+    versions) and that live outside the package (a plugin, a user's estimator module; with
+    `sweep`, the classes its methods name by import path): checked like the answer's files."""
     from lab_assets.core.registry import source_file
 
-    files = {source_file(m) for r in _registries() for name in r.names() for m in r[name].sources}
+    entries = [e for r in _registries() for e in r.entries()]
+    entries += [m.entry for m in sweep.methods if m.estimator] if sweep is not None else []
+    files = {source_file(m) for e in entries for m in (e.module or e.fn.__module__, *e.sources)}
     return {f for f in files if not Path(f).resolve().is_relative_to(source_stamps.PACKAGE)}

@@ -73,14 +73,15 @@ def inside() -> bool:
 
 
 def key(env: dict[str, str] | None = None) -> str:
-    from lab_assets.core.source_stamps import files, package_sources
+    from lab_assets.core.source_stamps import files, package_sources, plugin_sources
 
     env = os.environ if env is None else env
     stable = sorted((k, v) for k, v in env.items() if k not in VOLATILE)
     # sys.path[0] is the script's folder (`lab`) or the current one (`python -m`): not the code's.
     paths = [p for p in sys.path[1:] if p]
     installed = files(p for p in paths if os.path.isdir(p))
-    text = repr((sys.executable, paths, stable, package_sources(), installed))
+    # LAB_PLUGINS modules as found from this folder: another project's `plugins` is another service.
+    text = repr((sys.executable, paths, stable, package_sources(), installed, plugin_sources(entry_points=False)))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 

@@ -27,10 +27,15 @@ from dagster._core.launcher import CheckRunHealthResult, LaunchRunContext, RunLa
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
 from lab_assets.core import keys
-from lab_assets.core.source_stamps import package_sources
+from lab_assets.core.source_stamps import package_sources, plugin_sources
 from lab_assets.core.warm_workers import WarmWorkers
 
 WORKER_PID_TAG = keys.tag("worker_pid")
+
+
+def code_stamps() -> tuple:
+    """The package's sources and the lab's plugin modules: a change retires the warm workers."""
+    return package_sources(), plugin_sources()
 
 
 def _execute(run_id: str) -> None:
@@ -87,7 +92,7 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
         with self._lock:
             if self._workers is None:
                 warm = _function(self._warm_up) if self._warm_up else None
-                self._workers = WarmWorkers(self._size, warm=warm, code=package_sources)
+                self._workers = WarmWorkers(self._size, warm=warm, code=code_stamps)
             return self._workers
 
     def launch_run(self, context: LaunchRunContext) -> None:

@@ -46,10 +46,11 @@ from dagster_k8s import K8sRunLauncher
 from dagster_k8s.job import DagsterK8sJobConfig
 
 from lab_assets.core.processes import alive
-from lab_assets.core.settings import DAGSTER_HOME_VAR
+from lab_assets.core.settings import DAGSTER_HOME_VAR, PLUGINS_VAR
 
-# What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH).
-IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR")
+# What the image provides besides the Job's own environment (the Dockerfile's ENV and PATH; an
+# image with the lab's own code may set LAB_PLUGINS: k8s/README.md, "The lab's own code").
+IMAGE_ENV = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TZ", "NUMBA_CACHE_DIR", PLUGINS_VAR)
 IMAGE_FIXED_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
 # The machine's OpenBLAS kernel settings (OPENBLAS_CORETYPE, ...) where it sets any: OpenBLAS
 # otherwise picks its kernel by CPU detection, and another kernel sums in another order, so a

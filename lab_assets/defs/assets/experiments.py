@@ -17,7 +17,6 @@ from lab_assets.core import keys, lineage, storage
 from lab_assets.defs.assets.datasets import content_version, dataset, features
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import readable_labels
 from lab_assets.defs.partitions import CELL
 
@@ -81,7 +80,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     inflight.claim(context)
     data_key, method_key, cell = cell_of(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
-    entry = METHODS[method.method]
+    entry = method.entry
     table = integrity.read_parquet(storage.asset_path("dataset", data_key))
     X = features(table)
     estimator = entry(data.seed, **method.params)
@@ -113,7 +112,8 @@ def model_and_embedding(context: dg.AssetExecutionContext):
             f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
         )
     prov = lineage.provenance(
-        {"method": method.method, **method.params}, data.seed, CODE_VERSION, entry.packages, lineage.device_used(estimator)
+        {"method": method.method, **_estimator(method), **method.params}, data.seed, CODE_VERSION, entry.packages,
+        lineage.device_used(estimator),
     )
     if trainable:
         yield _model_result(estimator, cell, prov, t)
@@ -135,6 +135,11 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         data_version=content_version(df),
         check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
     )
+
+
+def _estimator(method) -> dict[str, str]:
+    """The class a method entry names by import path, in its lineage (`estimator:`)."""
+    return {"estimator": method.estimator} if method.estimator else {}
 
 
 def cell_label(data, method, sweeps=None) -> str:

@@ -23,7 +23,6 @@ from lab_assets.core.registry import digest, source_file
 from lab_assets.defs.partitions import CELL, SWEEP
 from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS
-from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 from lab_assets.runtime.data_versions import last_data_versions, observe
@@ -40,7 +39,7 @@ def data_version(c: DataConfig) -> str:
 
 
 def method_version(c: MethodConfig) -> str:
-    return METHODS[c.method].version(c.params)
+    return c.entry.version(c.params)
 
 
 @lru_cache(maxsize=1)

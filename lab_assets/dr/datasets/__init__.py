@@ -3,6 +3,6 @@
 from lab_assets.dr.datasets.raw import Raw
 from lab_assets.core.registry import Registry
 
-DATASETS = Registry("dataset", __name__)
+DATASETS = Registry("dataset", __name__, first="rng")
 
 __all__ = ["DATASETS", "Raw"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from lab_assets.core.registry import Registry, Shape
 
-METHODS = Registry("method", __name__)
+METHODS = Registry("method", __name__, first="seed")
 
 
 def fewer_than_points(*names: str):

@@ -8,7 +8,7 @@ from typing import Any
 
 from lab_assets.core.registry import Registry, Shape
 
-METRICS = Registry("metric", __name__)
+METRICS = Registry("metric", __name__, first="nb")
 
 
 def k_below_points(params: dict[str, Any], shape: Shape) -> dict[str, str]:
