@@ -59,7 +59,7 @@ def test_each_problem_is_one_line_with_its_file_line_and_field(lab):
 
 def test_every_entry_of_a_registry_has_its_declarations():
     assert declaration_problems() == []  # the project's own datasets, methods and metrics
-    metrics = Registry("metric", "lab_assets.dr.metrics")
+    metrics = Registry("metric", "lab_assets.dr.metrics", first="nb")
     metrics._discovered = True  # a registry of this test's entries only
 
     @metrics("undocumented", packages=["no-such-package-xyz"], valid_range="0 to 1")
