@@ -32,6 +32,32 @@ def missing(reason: str):
     pytest.skip(reason)
 
 
+# The only skips a CI run may show, as (test file, words of the reason): the GPU tests on a host
+# without CUDA. Under CI=true any other skip (a `pytest.skip` or `skipif` that bypassed `missing`)
+# fails the session at its end: a test that did not run is not a pass.
+EXPECTED_SKIPS = (("lab_assets_tests/test_gpu.py", "needs a CUDA device"),)
+_skips: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skips.append((report.nodeid, reason))
+
+
+def unexpected_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(t, r) for t, r in skips if not any(t.startswith(f) and words in r for f, words in EXPECTED_SKIPS)]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    bad = unexpected_skips(_skips)
+    if in_ci() and bad:
+        lines = [f"CI=true: {len(bad)} test(s) skipped that must run here (conftest.EXPECTED_SKIPS):"]
+        lines += [f"  {test}: {reason}" for test, reason in bad]
+        session.config.get_terminal_writer().line("\n" + "\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def require_tool(name: str, why: str) -> str:
     """The path of the executable `name` (a name on PATH or an absolute path), else `missing(why)`."""
     path = shutil.which(name)
