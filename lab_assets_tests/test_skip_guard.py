@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from lab_assets_tests.conftest import REPO
 
 if os.environ.get("LAB_SKIP_GUARD_DEMO") == "1":  # only in the sessions the tests below start
 
