@@ -10,7 +10,7 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.stats import spearmanr
 from sklearn.metrics import silhouette_score
 
-from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics import spearman_distance_correlation as sp_module
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
@@ -366,3 +366,35 @@ def test_registry_and_param_validation():
         for params in cases:
             with pytest.raises(pydantic.ValidationError):
                 METRICS[name].validate(params)
+
+
+# ---- reconstruction error -----------------------------------------------------------------
+
+
+def test_reconstruction_error_per_split_matches_sklearn_r2(blobs):
+    """PCA fitted on the train rows (as the autoencoder trains): each split's error against
+    scikit-learn's variance-weighted R^2 of the reconstruction on those rows (1 - R^2 = the summed
+    squared error over the rows' summed variance), the test split by default."""
+    from sklearn.decomposition import PCA
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    X, _, _ = blobs
+    split = np.where(np.random.default_rng(1).random(len(X)) < 0.7, "train", "test")
+    pca = PCA(n_components=2).fit(X[split == "train"])
+    Z = pca.transform(X)
+    X_hat = pca.inverse_transform(Z)
+    nb = Neighborhoods(X, Z, 0, split=split, reconstruction=((X_hat - X) ** 2).sum(axis=1))
+    recon = METRICS["reconstruction_error"]
+    for name, rows in (("test", split == "test"), ("train", split == "train"), ("all", np.ones(len(X), bool))):
+        expected = 1 - r2_score(X[rows], X_hat[rows], multioutput="variance_weighted")
+        assert recon(nb, split=name) == pytest.approx(expected, rel=1e-9)
+        assert recon(nb, split=name, normalized=False) == pytest.approx(X.shape[1] * mean_squared_error(X[rows], X_hat[rows]), rel=1e-9)
+    assert recon(nb) == recon(nb, split="test") > recon(nb, split="train")  # unseen rows reconstruct worse
+    with pytest.raises(ValueError, match=r"^reconstruction_error: the dataset has no 'test' rows$"):
+        recon(Neighborhoods(X, Z, 0, split=np.full(len(X), "train"), reconstruction=nb.reconstruction))
+    same = np.ones_like(X)
+    with pytest.raises(ValueError, match=r"^reconstruction_error: the 'test' rows are all identical, so normalized error is 0/0$"):
+        recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction))
+    assert recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction), normalized=False) > 0
+    with pytest.raises(NotApplicable, match=r"^reconstruction_error needs a method that can invert its embedding \(pca, autoencoder\)$"):
+        recon(Neighborhoods(X, Z, 0, split=split))
