@@ -211,13 +211,19 @@ def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", stdout=subprocess.DEVNULL,
                                                    stderr=subprocess.DEVNULL)
-    wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
-    time.sleep(2)
+    wait_for(lambda: any((project / ".lab").rglob("embedding/**/*.parquet")), 300, "a first embedding")
     proc.kill()
     proc.wait()
+    # Interrupted, not finished: a command that ignored its client's death would go on to the
+    # four cells' metrics and the report (each t-SNE cell takes seconds) before its workers end.
     wait_for(lambda: not _children(running["pid"]), 60, "the orphaned command to be interrupted")
+    time.sleep(2)  # anything still going on would write now
     with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
         assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
+        metrics = instance.fetch_materializations(dg.AssetKey("metrics"), limit=10).records
+        assert len(metrics) < 4, "every cell was computed: the command ran to its end"
+        assert not instance.fetch_materializations(dg.AssetKey("report"), limit=1).records
+    assert not any((project / ".lab").rglob("report/**/summary.md"))
 
 
 def test_a_service_serves_one_environment_and_code():
