@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -17,6 +18,9 @@ import pytest
 from lab_assets.runtime import instance
 
 REPO = Path(__file__).resolve().parents[1]
+# Held exclusively by a test that edits a package source (`edits_package`), which ends every warm
+# service on the machine; shared by the tests whose service must not end mid-test (test_service.py).
+PACKAGE_EDIT_LOCK = Path(tempfile.gettempdir()) / "lab-assets-tests-package-edit.lock"
 
 
 def in_ci() -> bool:

@@ -3,6 +3,7 @@ warm workers, cancelling interrupts the run, a killed worker fails only its own 
 code retires the warm workers. Plus the whole UI path: a backfill of the sweep through
 `lab ui`'s webserver, queue, daemon and warm workers."""
 
+import fcntl
 import os
 import signal
 
@@ -11,14 +12,14 @@ import pytest
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
-from lab_assets.runtime import launcher as launcher_module
+from lab_assets.core.source_stamps import PACKAGE
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
 from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
 from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
-from lab_assets_tests.conftest import REPO, lab_ui, wait_for
+from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, REPO, lab_ui, wait_for
 from lab_assets_tests.sleep_job import sleep_job
 
 SLEEP_SECONDS = 120
@@ -85,16 +86,25 @@ def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):
         launcher.dispose()
 
 
-def test_edited_code_retires_warm_workers(monkeypatch):
-    versions = iter([("a",), ("a",), ("b",)])
-    monkeypatch.setattr(launcher_module, "code_stamps", lambda: next(versions))
+@pytest.mark.edits_package
+def test_edited_code_retires_warm_workers():
+    """A real edit of a package source (restored after, with its old mtime), not a stubbed stamp."""
+    source = PACKAGE / "dr" / "methods" / "isomap.py"
+    original, stat = source.read_bytes(), source.stat()
     launcher = WarmWorkerRunLauncher(workers=1)
-    try:
-        first = launcher._least_busy_worker()
-        assert launcher._least_busy_worker() is first  # same code: same warm worker
-        assert launcher._least_busy_worker() is not first  # a source file changed: a fresh one
-    finally:
-        launcher.dispose()
+    with open(PACKAGE_EDIT_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # no warm service of another test may see the edit
+        try:
+            first = launcher._least_busy_worker()
+            assert launcher._least_busy_worker() is first  # same code: same warm worker
+            source.write_bytes(original + b"\n# an edit\n")
+            second = launcher._least_busy_worker()
+            assert second is not first  # a source file changed: a fresh one
+            assert launcher._least_busy_worker() is second and list(launcher._busy) == [second]
+        finally:
+            source.write_bytes(original)
+            os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            launcher.dispose()
 
 
 @pytest.mark.slow

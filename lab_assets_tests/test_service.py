@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.cli import service
-from lab_assets_tests.conftest import TINY_SWEEP, wait_for
+from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, wait_for
 
 SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
         "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n")
@@ -29,7 +29,7 @@ def services(monkeypatch, request):
     in it stopped after the test; LAB_SERVICE=1. A test marked `edits_package` changes a package
     source, which ends every service on the machine: it holds a lock the other tests share, so
     that under `pytest -n` no other test's service ends mid-test."""
-    lock = open(Path(tempfile.gettempdir()) / "lab-assets-tests-package-edit.lock", "a")  # noqa: SIM115 - held to the end
+    lock = open(PACKAGE_EDIT_LOCK, "a")  # noqa: SIM115 - held to the end
     fcntl.flock(lock, fcntl.LOCK_EX if request.node.get_closest_marker("edits_package") else fcntl.LOCK_SH)
     request.addfinalizer(lock.close)
     runtime = Path(tempfile.mkdtemp(prefix="ls-", dir="/tmp"))
