@@ -113,24 +113,30 @@ def swissroll_points(n: int):
     return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=n, noise=0.0).X
 
 
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    """An empty lab project in tmp_path: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it."""
-    monkeypatch.setenv("LAB_PROJECT_DIR", str(tmp_path))
+def lab_project(folder: Path, monkeypatch) -> Path:
+    """An empty lab project in `folder`: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it (also
+    one per example of a property test, `test_property.py`)."""
+    monkeypatch.setenv("LAB_PROJECT_DIR", str(folder))
     monkeypatch.setenv("LAB_SERVICE", "0")  # commands run as the test starts them (test_service.py: the service)
     for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / ".lab"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / ".lab" / "dagster"))
-    home = tmp_path / ".lab" / "dagster"
+    monkeypatch.setenv("LAB_HOME", str(folder / ".lab"))
+    monkeypatch.setenv("DAGSTER_HOME", str(folder / ".lab" / "dagster"))
+    home = folder / ".lab" / "dagster"
     home.mkdir(parents=True)
     # The storages and compute logs `lab` adds (instance.INSTANCE_ADDITIONS), no run queue: tests
     # run on what users run on, and launch runs without a daemon.
     (home / "dagster.yaml").write_text(instance.instance_yaml("telemetry:\n  enabled: false\n", home))
-    (tmp_path / "sweeps").mkdir()
-    (tmp_path / "sweeps" / "tiny.yaml").write_text(TINY_SWEEP)
+    (folder / "sweeps").mkdir()
+    (folder / "sweeps" / "tiny.yaml").write_text(TINY_SWEEP)
     instance.get_instance.cache_clear()
-    yield tmp_path
+    return folder
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    """An empty lab project in tmp_path (`lab_project`)."""
+    yield lab_project(tmp_path, monkeypatch)
     instance.get_instance.cache_clear()
 
 
