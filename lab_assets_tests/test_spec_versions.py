@@ -2,6 +2,8 @@
 enters each version, and when an observed metric suite still covers a cell. Fast, without runs, so
 mutation testing (docs/mutation-testing.md) can run it per mutant."""
 
+import uuid
+
 import pytest
 
 from lab_assets.core import key_records
@@ -25,8 +27,10 @@ def sweep(metrics=(TW5,), methods=None, name="s"):
     return Sweep(name, "s.yaml", [data(0), data(1)], methods or [method()], list(metrics))
 
 
-def record(lab, version, columns):
-    """An observed suite's key record, as `record_observations` writes it."""
+def record(lab, name, columns):
+    """An observed suite's key record, as `record_observations` writes it, under a version never
+    used before in this process (`observed_suite` keeps what it found per process)."""
+    version = f"{name}-{uuid.uuid4().hex}"
     key_records.write(specs.SUITE_RECORDS, version, columns)
     return version
 
@@ -104,3 +108,17 @@ def test_a_cells_suite_is_the_union_of_its_sweeps_columns(order):
     assert suites[cell] == [LID, TW5]
     assert suites[specs.keys.cell_key(data(7).key, method().key)] == [TW10]
     assert len(suites) == 3
+
+
+def test_current_versions_of_every_spec_partition_of_the_sweeps():
+    a, b = sweep([TW5], name="a"), Sweep("b", "b.yaml", [data(0)], [method(), method(3)], [LID])
+    cell = specs.keys.cell_key(data(0).key, method().key)
+    versions = specs.current_versions([a, b], {})
+    assert versions[("sweep_spec", "a")] == specs.sweep_version(a) and versions[("sweep_spec", "b")] == specs.sweep_version(b)
+    for d in (data(0), data(1)):
+        for m in ([method()] if d.seed else [method(), method(3)]):
+            c = specs.keys.cell_key(d.key, m.key)
+            assert versions[("data_spec", c)] == specs.data_version(d) and versions[("method_spec", c)] == specs.method_version(m)
+    assert versions[("metric_spec", cell)] == specs.suite_version(specs.column_versions([LID, TW5]))  # both sweeps' columns
+    assert len(versions) == 2 + 3 * 3  # two sweeps, three cells with three specs each
+    assert specs.current_versions([a], {cell: "observed"})[("metric_spec", cell)] == specs.suite_version(specs.column_versions([TW5]))
