@@ -140,7 +140,7 @@ def test_valid_sweeps_plan(tmp_path_factory, capsys, doc):
 tokens = st.one_of(
     st.sampled_from(["sweep", "plan", "run", "report", "query", "logs", "verify", "study", "show", "ui", "--json",
                      "--quiet", "--verbose", "--verify", "--workers", "--format", "--port", "--submit", "0", "-1", "abc",
-                     "csv", "--help-me",
+                     "csv", "--help-me", "-h", "--help",
                      "sweeps/none.yaml", "sweeps", "SELECT 1", "COPY (SELECT 1) TO 'x'"]),
     st.text(max_size=8),
 )
