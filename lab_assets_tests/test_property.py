@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from lab_assets.cli.main import main
@@ -148,6 +148,8 @@ tokens = st.one_of(
 
 @SETTINGS
 @given(argv=st.lists(tokens, max_size=5))
+@example(argv=["-h"])
+@example(argv=["sweep", "plan", "--help"])
 def test_any_command_line_exits_cleanly(tmp_path_factory, capsys, argv):
     # Nothing here names a runnable sweep or study, so no work starts; a command line that starts
     # `lab ui` (it serves until stopped) is not an example (assume: drawn again, never a pass).
