@@ -469,3 +469,10 @@ def test_spearman_at_three_points_and_what_a_sample_records(blobs):
         expected = None if sampled is None else {"pairs": sampled, "of": total, "seed": 5}
         assert nb.sampled == expected
         assert expected is None or type(nb.sampled["of"]) is int  # a count, never 4950.0
+
+
+def test_a_subsample_as_large_as_the_data_is_every_point_and_records_no_sample(blobs):
+    X, Z, _ = blobs
+    nb = Neighborhoods(X, Z, k_max=0)
+    assert np.array_equal(nb.subsample(len(X), "any"), np.arange(len(X))) and nb.sampled is None
+    assert nb.subsample(len(X) - 1, "any").size == len(X) - 1 and nb.sampled["points"] == len(X) - 1
