@@ -476,3 +476,10 @@ def test_a_subsample_as_large_as_the_data_is_every_point_and_records_no_sample(b
     nb = Neighborhoods(X, Z, k_max=0)
     assert np.array_equal(nb.subsample(len(X), "any"), np.arange(len(X))) and nb.sampled is None
     assert nb.subsample(len(X) - 1, "any").size == len(X) - 1 and nb.sampled["points"] == len(X) - 1
+
+
+def test_spearman_names_the_space_whose_distances_are_all_equal(blobs):
+    X, Z, _ = blobs
+    for data, emb, space in ((np.zeros((10, 3)), Z[:10], "data"), (X[:10], np.ones((10, 2)), "embedding")):
+        with pytest.raises(ValueError, match=rf"^spearman_distance_correlation is undefined: all 45 sampled pair distances of the {space} space are equal \(0\)$"):
+            METRICS["spearman_distance_correlation"](Neighborhoods(data, emb, k_max=0))
