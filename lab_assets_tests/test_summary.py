@@ -318,3 +318,11 @@ def test_a_summary_of_one_method_and_of_nothing_to_compare():
     no_metrics = parse_sweep(EDGES.split("metrics:")[0], "none.yaml")
     nothing = summary.summarize(no_metrics, cells)
     assert nothing.empty and list(nothing.columns) == summary.SUMMARY_COLUMNS
+
+
+def test_two_ranked_methods_are_compared():
+    two = parse_sweep(EDGES.replace("  random_projection: {}\n", ""), "two.yaml")
+    lead = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
+    cells = edge_cells(two, {("pca", TW): [v - 0.1 for v in lead], ("isomap", TW): lead})
+    [row] = summary.compare(two, cells, summary.summarize(two, cells)).to_dict("records")
+    assert (row["metric"], row["best"], row["runner_up"], row["verdict"]) == (TW, two.methods[1].key, two.methods[0].key, summary.LEAD)
