@@ -110,7 +110,7 @@ def test_a_cells_suite_is_the_union_of_its_sweeps_columns(order):
     assert len(suites) == 3
 
 
-def test_current_versions_of_every_spec_partition_of_the_sweeps():
+def test_current_versions_of_every_spec_partition_of_the_sweeps(lab):
     a, b = sweep([TW5], name="a"), Sweep("b", "b.yaml", [data(0)], [method(), method(3)], [LID])
     cell = specs.keys.cell_key(data(0).key, method().key)
     versions = specs.current_versions([a, b], {})
@@ -122,3 +122,5 @@ def test_current_versions_of_every_spec_partition_of_the_sweeps():
     assert versions[("metric_spec", cell)] == specs.suite_version(specs.column_versions([LID, TW5]))  # both sweeps' columns
     assert len(versions) == 2 + 3 * 3  # two sweeps, three cells with three specs each
     assert specs.current_versions([a], {cell: "observed"})[("metric_spec", cell)] == specs.suite_version(specs.column_versions([TW5]))
+    wide = record(lab, "wide-suite", specs.suite_record([TW5, LID]))  # observed, and still covering the cell
+    assert specs.current_versions([a], {cell: wide})[("metric_spec", cell)] == wide
