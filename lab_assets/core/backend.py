@@ -86,13 +86,13 @@ def detect() -> Backend:
     if forced != "cpu" and torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
         bf16 = torch.cuda.is_bf16_supported()
-        compile, mode = compile_choice()
+        compiles, mode = compile_choice()
         return Backend(
             name="rocm" if torch.version.hip else "cuda",
             device="cuda",
             device_name=name,
             autocast_dtype=torch.bfloat16 if bf16 else None,
-            compile=compile,
+            compile=compiles,
             peak_flops=peak_flops(name) if bf16 else None,
             compile_mode=mode,
         )
