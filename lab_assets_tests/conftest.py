@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -17,6 +18,9 @@ import pytest
 from lab_assets.runtime import instance
 
 REPO = Path(__file__).resolve().parents[1]
+# Held exclusively by a test that edits a package source (`edits_package`), which ends every warm
+# service on the machine; shared by the tests whose service must not end mid-test (test_service.py).
+PACKAGE_EDIT_LOCK = Path(tempfile.gettempdir()) / "lab-assets-tests-package-edit.lock"
 
 
 def in_ci() -> bool:
@@ -30,6 +34,32 @@ def missing(reason: str):
     if in_ci():
         pytest.fail(f"{reason} (CI=true: a missing tool fails instead of skipping)", pytrace=False)
     pytest.skip(reason)
+
+
+# The only skips a CI run may show, as (test file, words of the reason): the GPU tests on a host
+# without CUDA. Under CI=true any other skip (a `pytest.skip` or `skipif` that bypassed `missing`)
+# fails the session at its end: a test that did not run is not a pass.
+EXPECTED_SKIPS = (("lab_assets_tests/test_gpu.py", "needs a CUDA device"),)
+_skips: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skips.append((report.nodeid, reason))
+
+
+def unexpected_skips(skips: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(t, r) for t, r in skips if not any(t.startswith(f) and words in r for f, words in EXPECTED_SKIPS)]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    bad = unexpected_skips(_skips)
+    if in_ci() and bad:
+        lines = [f"CI=true: {len(bad)} test(s) skipped that must run here (conftest.EXPECTED_SKIPS):"]
+        lines += [f"  {test}: {reason}" for test, reason in bad]
+        session.config.get_terminal_writer().line("\n" + "\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def require_tool(name: str, why: str) -> str:
@@ -111,24 +141,30 @@ def swissroll_points(n: int):
     return DATASETS["swissroll"](rng(0, GENERATE_STREAM), n_samples=n, noise=0.0).X
 
 
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    """An empty lab project in tmp_path: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it."""
-    monkeypatch.setenv("LAB_PROJECT_DIR", str(tmp_path))
+def lab_project(folder: Path, monkeypatch) -> Path:
+    """An empty lab project in `folder`: LAB_PROJECT_DIR, LAB_HOME and DAGSTER_HOME inside it (also
+    one per example of a property test, `test_property.py`)."""
+    monkeypatch.setenv("LAB_PROJECT_DIR", str(folder))
     monkeypatch.setenv("LAB_SERVICE", "0")  # commands run as the test starts them (test_service.py: the service)
     for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("LAB_HOME", str(tmp_path / ".lab"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / ".lab" / "dagster"))
-    home = tmp_path / ".lab" / "dagster"
+    monkeypatch.setenv("LAB_HOME", str(folder / ".lab"))
+    monkeypatch.setenv("DAGSTER_HOME", str(folder / ".lab" / "dagster"))
+    home = folder / ".lab" / "dagster"
     home.mkdir(parents=True)
     # The storages and compute logs `lab` adds (instance.INSTANCE_ADDITIONS), no run queue: tests
     # run on what users run on, and launch runs without a daemon.
     (home / "dagster.yaml").write_text(instance.instance_yaml("telemetry:\n  enabled: false\n", home))
-    (tmp_path / "sweeps").mkdir()
-    (tmp_path / "sweeps" / "tiny.yaml").write_text(TINY_SWEEP)
+    (folder / "sweeps").mkdir()
+    (folder / "sweeps" / "tiny.yaml").write_text(TINY_SWEEP)
     instance.get_instance.cache_clear()
-    yield tmp_path
+    return folder
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    """An empty lab project in tmp_path (`lab_project`)."""
+    yield lab_project(tmp_path, monkeypatch)
     instance.get_instance.cache_clear()
 
 

@@ -15,11 +15,21 @@ from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import lab_cli
 
 
-def test_help_lists_the_commands(lab):
+def test_help_lists_every_command_with_its_help(lab):
+    import argparse
+    import re
+
+    from lab_assets.cli.main import parser
+
     out = lab_cli("--help", cwd=lab)
     assert out.returncode == 0
-    for word in ("sweep", "report", "ui"):
-        assert word in out.stdout
+    (sub,) = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {"sweep", "report", "verify", "logs", "query", "study", "ui"} <= set(sub.choices)
+    assert out.stdout.startswith(f"usage: lab [-h] {{{','.join(sub.choices)}}} ...")
+    assert [a.dest for a in sub._choices_actions] == list(sub.choices)  # every command has a help line
+    for action in sub._choices_actions:  # each command on its own line with the start of its help
+        first_words = " ".join(action.help.split()[:3])
+        assert re.search(rf"^    {action.dest}\s+{re.escape(first_words)}", out.stdout, re.M), action.dest
 
 
 @pytest.mark.parametrize(

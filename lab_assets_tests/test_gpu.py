@@ -29,7 +29,8 @@ def test_cuda_is_detected_with_bf16_and_compile(monkeypatch):
     b = backend.detect()
     assert (b.name, b.device, b.device_name) == ("rocm" if torch.version.hip else "cuda", "cuda", torch.cuda.get_device_name(0))
     assert b.autocast_dtype == (torch.bfloat16 if torch.cuda.is_bf16_supported() else None)
-    assert b.compile == (__import__("importlib").util.find_spec("triton") is not None)
+    # A CUDA host has Triton (torch's CUDA wheels bring it): compiling is on, never silently eager.
+    assert (b.compile, b.compile_mode) == (True, "compiled")
     assert b.peak_flops == (backend.peak_flops(b.device_name) if torch.cuda.is_bf16_supported() else None)
     assert backend.resolve_device("auto") == "cuda"
 
@@ -51,6 +52,7 @@ def test_training_on_cuda_reports_device_peak_memory_and_mfu(monkeypatch, tmp_pa
     torch.cuda.reset_peak_memory_stats()
     r = training.train(TrainConfig(**CONFIG), *tokens, str(tmp_path / "c.ckpt.pt"), b)
     assert r.device.startswith("cuda") and r.steps == 40
+    assert r.compiled is True and b.describe().endswith(", compiled")  # what ran, not what was asked
     assert 0 < r.peak_memory_gb == pytest.approx(torch.cuda.max_memory_allocated() / 1e9)
     assert r.peak_memory_gb < torch.cuda.get_device_properties(0).total_memory / 1e9
     assert r.mfu == pytest.approx(r.flops_per_token * r.tokens_per_second / 1e15) and 0 < r.mfu < 1
@@ -63,6 +65,8 @@ def test_resume_on_cuda_equals_the_uninterrupted_run(monkeypatch, tmp_path, toke
     b = backend.detect()
     config = TrainConfig(**CONFIG)
     whole = training.train(config, *tokens, str(tmp_path / "whole.ckpt.pt"), b)
+    assert (b.name, whole.device) == ("rocm" if torch.version.hip else "cuda", "cuda:0")
+    assert whole.compiled is (compile == "1"), b.compile_mode
 
     save = checkpoints.Checkpoint.save
 
@@ -79,6 +83,6 @@ def test_resume_on_cuda_equals_the_uninterrupted_run(monkeypatch, tmp_path, toke
         training.train(config, *tokens, str(tmp_path / "cut.ckpt.pt"), b)
     monkeypatch.setattr(checkpoints.Checkpoint, "save", save)
     resumed = training.train(config, *tokens, str(tmp_path / "cut.ckpt.pt"), b)
-    assert resumed.resumed_from == 20
+    assert resumed.resumed_from == 20 and resumed.compiled is whole.compiled
     assert resumed.val_bpb == whole.val_bpb
     assert all(torch.equal(resumed.state_dict[k], whole.state_dict[k]) for k in whole.state_dict)

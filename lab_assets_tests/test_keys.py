@@ -140,3 +140,18 @@ def test_bundled_sweep_keys_show_the_parameters_a_person_changed_and_keep_their_
     ]
     configs = {k for s in (demo, benchmark) for k in [*(d.config_key for d in s.data), *(m.key for m in s.methods)]}
     assert len({k.rsplit("-", 1)[1] for k in configs}) == len(configs) == 14  # one digest per configuration
+
+
+def test_a_config_key_stem_written_out_exactly():
+    """The stem, character for character (what mutation testing found unpinned): strings as they
+    are, other values as compact JSON, runs of unsafe characters as one `_`, runs of dots as one,
+    no `-` left at either end of a cut stem."""
+    assert keys.config_key("m", {"s": "abc", "n": 3, "l": [1, 2], "d": {"a": 1}}, "ff") == "m-d=_a_1_-l=_1_2_-n=3-s=abc-ff"
+    assert keys.config_key("m", {"s": "a...b", "t": "x..y"}, "ff") == "m-s=a.b-t=x.y-ff"
+    assert keys.config_key("m", {"s": "a b/c"}, "ff") == "m-s=a_b_c-ff"
+    assert keys.config_key("m", {"s": "BOX"}, "ff") == "m-s=BOX-ff"
+    assert keys.config_key("m", {"t": True, "f": 1.5, "z": None}, "ff") == "m-f=1.5-t=true-z=null-ff"
+    # Cut at STEM_LENGTH right after a `-`: the stem does not end with one.
+    first = "a" * (keys.STEM_LENGTH - 3)  # "p=" + first, then the "-" as the last character kept
+    assert keys.config_key("m", {"p": first, "q": "zzzz"}, "ff") == f"m-p={first}-ff"
+    assert keys.config_key("m", {"p": "-x"}, "ff") == "m-p=-x-ff"

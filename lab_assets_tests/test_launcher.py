@@ -3,6 +3,7 @@ warm workers, cancelling interrupts the run, a killed worker fails only its own 
 edited code: test_warm_workers.py, the mechanism's own test). Plus the whole UI path: a backfill of
 the sweep through `lab ui`'s webserver, queue, daemon and warm workers."""
 
+import fcntl
 import os
 import signal
 import sys
@@ -12,13 +13,14 @@ import pytest
 from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
+from lab_assets.core.source_stamps import PACKAGE
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
 from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
 from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
-from lab_assets_tests.conftest import REPO, lab_ui, wait_for
+from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, REPO, lab_ui, wait_for
 from lab_assets_tests.sleep_job import sleep_job
 
 SLEEP_SECONDS = 120
@@ -98,6 +100,26 @@ def test_workers_are_warmed_by_the_function_dagster_yaml_names(lab):
         assert launcher.workers().submit(_warmed).result(timeout=300) == {"definitions": 1, "sklearn": True}
     finally:
         launcher.dispose()
+
+
+@pytest.mark.edits_package
+def test_edited_code_retires_warm_workers(lab):
+    """A real edit of a package source (restored after, with its old mtime), not a stubbed stamp."""
+    source = PACKAGE / "dr" / "methods" / "isomap.py"
+    original, stat = source.read_bytes(), source.stat()
+    launcher = WarmWorkerRunLauncher.from_config_value(None, {"workers": 1})
+    with open(PACKAGE_EDIT_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # no warm service of another test may see the edit
+        try:
+            workers = launcher.workers()
+            first = workers.submit(os.getpid).result(timeout=300)
+            assert workers.submit(os.getpid).result(timeout=300) == first  # same code: same warm worker
+            source.write_bytes(original + b"\n# an edit\n")
+            assert workers.submit(os.getpid).result(timeout=300) != first  # a source file changed: a fresh one
+        finally:
+            source.write_bytes(original)
+            os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            launcher.dispose()
 
 
 @pytest.mark.slow

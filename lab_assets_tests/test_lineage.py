@@ -41,8 +41,21 @@ def test_a_requested_device_that_was_not_used_is_not_recorded():
     assert lineage.device_used(METHODS["pca"](0, **METHODS["pca"].validate({}))) == "cpu"
 
 
-def test_provenance_records_the_device_given_and_the_host():
-    prov = lineage.provenance({}, 0, "v", device="cuda:0")
-    assert prov["device"] == "cuda:0"
-    assert prov["host"].endswith("cores")
-    assert lineage.provenance({}, 0, "v")["device"] == "cpu"
+def test_provenance_records_the_machine_packages_and_commit_it_ran_with(lab):
+    # Each field from a source independent of lineage.py: the platform module, importlib.metadata,
+    # git itself. (The device is what the caller measured with `device_used`, above; that the
+    # embedding step passes it, not the request, is test_autoencoder's `device: auto` recorded as
+    # the device its weights were on.)
+    import os
+    import platform
+    import subprocess
+    from importlib import metadata
+
+    subprocess.run(["git", "init", "-q"], cwd=lab, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"], cwd=lab, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=lab, capture_output=True, text=True, check=True).stdout.strip()
+    prov = lineage.provenance({"a": 1}, 7, "v1", packages=("torch",))
+    assert (prov["config"], prov["seed"], prov["code_version"], prov["git_sha"], prov["git_dirty"]) == ({"a": 1}, 7, "v1", sha, False)
+    assert prov["host"] == f"{platform.machine()}, {os.cpu_count()} cores"
+    assert prov["packages"] == {p: metadata.version(p) for p in (*lineage.KEY_PACKAGES, "torch")}
+    assert prov["device"] == "cpu"  # nothing measured: the default

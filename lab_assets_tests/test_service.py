@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.runner import service
-from lab_assets_tests.conftest import TINY_SWEEP, wait_for
+from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, wait_for
 
 SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
         "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n")
@@ -30,7 +30,7 @@ def services(monkeypatch, request):
     in it stopped after the test; LAB_SERVICE=1. A test marked `edits_package` changes a package
     source, which ends every service on the machine: it holds a lock the other tests share, so
     that under `pytest -n` no other test's service ends mid-test."""
-    lock = open(Path(tempfile.gettempdir()) / "lab-assets-tests-package-edit.lock", "a")  # noqa: SIM115 - held to the end
+    lock = open(PACKAGE_EDIT_LOCK, "a")  # noqa: SIM115 - held to the end
     fcntl.flock(lock, fcntl.LOCK_EX if request.node.get_closest_marker("edits_package") else fcntl.LOCK_SH)
     request.addfinalizer(lock.close)
     runtime = Path(tempfile.mkdtemp(prefix="ls-", dir="/tmp"))
@@ -212,13 +212,19 @@ def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", stdout=subprocess.DEVNULL,
                                                    stderr=subprocess.DEVNULL)
-    wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
-    time.sleep(2)
+    wait_for(lambda: any((project / ".lab").rglob("embedding/**/*.parquet")), 300, "a first embedding")
     proc.kill()
     proc.wait()
+    # Interrupted, not finished: a command that ignored its client's death would go on to the
+    # four cells' metrics and the report (each t-SNE cell takes seconds) before its workers end.
     wait_for(lambda: not _children(running["pid"]), 60, "the orphaned command to be interrupted")
+    time.sleep(2)  # anything still going on would write now
     with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
         assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
+        metrics = instance.fetch_materializations(dg.AssetKey("metrics"), limit=10).records
+        assert len(metrics) < 4, "every cell was computed: the command ran to its end"
+        assert not instance.fetch_materializations(dg.AssetKey("report"), limit=1).records
+    assert not any((project / ".lab").rglob("report/**/summary.md"))
 
 
 def test_a_service_serves_one_environment_and_code():

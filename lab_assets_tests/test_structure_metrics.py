@@ -10,7 +10,7 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.stats import spearmanr
 from sklearn.metrics import silhouette_score
 
-from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics import spearman_distance_correlation as sp_module
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
@@ -366,3 +366,120 @@ def test_registry_and_param_validation():
         for params in cases:
             with pytest.raises(pydantic.ValidationError):
                 METRICS[name].validate(params)
+
+
+# ---- reconstruction error -----------------------------------------------------------------
+
+
+def test_reconstruction_error_per_split_matches_sklearn_r2(blobs):
+    """PCA fitted on the train rows (as the autoencoder trains): each split's error against
+    scikit-learn's variance-weighted R^2 of the reconstruction on those rows (1 - R^2 = the summed
+    squared error over the rows' summed variance), the test split by default."""
+    from sklearn.decomposition import PCA
+    from sklearn.metrics import mean_squared_error, r2_score
+
+    X, _, _ = blobs
+    split = np.where(np.random.default_rng(1).random(len(X)) < 0.7, "train", "test")
+    pca = PCA(n_components=2).fit(X[split == "train"])
+    Z = pca.transform(X)
+    X_hat = pca.inverse_transform(Z)
+    nb = Neighborhoods(X, Z, 0, split=split, reconstruction=((X_hat - X) ** 2).sum(axis=1))
+    recon = METRICS["reconstruction_error"]
+    for name, rows in (("test", split == "test"), ("train", split == "train"), ("all", np.ones(len(X), bool))):
+        expected = 1 - r2_score(X[rows], X_hat[rows], multioutput="variance_weighted")
+        assert recon(nb, split=name) == pytest.approx(expected, rel=1e-9)
+        assert recon(nb, split=name, normalized=False) == pytest.approx(X.shape[1] * mean_squared_error(X[rows], X_hat[rows]), rel=1e-9)
+    assert recon(nb) == recon(nb, split="test") > recon(nb, split="train")  # unseen rows reconstruct worse
+    with pytest.raises(ValueError, match=r"^reconstruction_error: the dataset has no 'test' rows$"):
+        recon(Neighborhoods(X, Z, 0, split=np.full(len(X), "train"), reconstruction=nb.reconstruction))
+    same = np.ones_like(X)
+    with pytest.raises(ValueError, match=r"^reconstruction_error: the 'test' rows are all identical, so normalized error is 0/0$"):
+        recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction))
+    assert recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction), normalized=False) > 0
+    with pytest.raises(NotApplicable, match=r"^reconstruction_error needs a method that can invert its embedding \(pca, autoencoder\)$"):
+        recon(Neighborhoods(X, Z, 0, split=split))
+
+
+# ---- what mutation testing found unchecked (docs/mutation-testing.md) ---------------------
+
+
+def test_each_metric_reads_the_space_it_is_asked_for():
+    """Data and embedding of different shapes (a circle vs a blob): `space` picks which one, and
+    the default is the embedding."""
+    X, Z = np.c_[circle(80, seed=7), np.zeros(80)], np.random.default_rng(8).normal(size=(80, 2))
+    labels = (np.arange(80) % 2).astype(int)
+    nb = Neighborhoods(X, Z, k_max=0, labels=labels)
+    for space, A in (("data", X), ("embedding", Z)):
+        life = np.diff(ref_diagram(A, 1), axis=1)
+        assert METRICS["persistent_homology"](nb, space=space) == pytest.approx(life.sum(), rel=1e-6)
+        assert METRICS["silhouette"](nb, space=space) == pytest.approx(silhouette_score(A, labels), rel=1e-10)
+    assert METRICS["persistent_homology"](nb) == METRICS["persistent_homology"](nb, space="embedding")
+    assert METRICS["silhouette"](nb) == METRICS["silhouette"](nb, space="embedding")
+
+
+def test_the_default_subsample_sizes():
+    """One point more than each default: the sample is the default size (a default is part of
+    every column's meaning, `persistent_homology` = `persistent_homology@n_points=500`)."""
+    g = np.random.default_rng(9)
+    nb = Neighborhoods(g.normal(size=(501, 3)), g.normal(size=(501, 2)), k_max=0)
+    METRICS["persistent_homology"](nb, dim=0)
+    assert nb.sampled == {"points": 500, "of": 501, "seed": 0, "stream": "persistent_homology"}
+    nb = Neighborhoods(g.normal(size=(5001, 2)), g.normal(size=(5001, 2)), k_max=0, labels=np.arange(5001) % 3)
+    METRICS["silhouette"](nb)
+    assert nb.sampled == {"points": 5000, "of": 5001, "seed": 0, "stream": "silhouette"}
+    nb = Neighborhoods(g.normal(size=(201, 2)), g.normal(size=(201, 2)), k_max=0)  # 20,100 pairs
+    METRICS["spearman_distance_correlation"](nb)
+    assert nb.sampled == {"pairs": 20000, "of": 20100, "seed": 0}
+
+
+def test_a_betti_number_counts_bars_longer_than_the_threshold_not_equal_to_it():
+    # Points at 0, 1 and 3 on a line: H0 bars of length 1, 2 and the infinite one.
+    nb = Neighborhoods(np.array([[0.0], [1.0], [3.0]]), np.array([[0.0], [1.0], [3.0]]), k_max=0)
+    assert METRICS["persistent_homology"](nb, dim=0, summary="betti", threshold=1.0) == 2
+    assert METRICS["persistent_homology"](nb, dim=0, summary="betti", threshold=0.5) == 3
+    with pytest.raises(ValueError, match=r"^persistent_homology: threshold applies to summary='betti' only$"):
+        METRICS["persistent_homology"](nb, threshold=0.1)
+
+
+def test_silhouette_of_two_classes_and_the_one_class_messages(blobs):
+    X, Z, labels = blobs
+    two = labels % 2
+    assert METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=two)) == pytest.approx(silhouette_score(Z, two), rel=1e-10)
+    one = np.zeros(300, dtype=int)
+    with pytest.raises(ValueError, match=r"^silhouette needs at least 2 classes, the labels have 1$"):
+        METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=one))
+    rare = one.copy()
+    rare[0] = 1  # a second class that a 50-point sample (seed 0) misses
+    nb = Neighborhoods(X, Z, k_max=0, labels=rare)
+    assert 0 not in nb.subsample(50, "silhouette")
+    with pytest.raises(ValueError, match=r"^silhouette needs at least 2 classes, the labels have 1 among the 50 subsampled points$"):
+        METRICS["silhouette"](nb, n_points=50)
+
+
+def test_spearman_at_three_points_and_what_a_sample_records(blobs):
+    X, Z, _ = blobs
+    x, z = X[:3], Z[:3]
+    assert METRICS["spearman_distance_correlation"](Neighborhoods(x, z, k_max=0)) == pytest.approx(spearmanr(pdist(x), pdist(z)).statistic)
+    with pytest.raises(ValueError, match=r"^spearman_distance_correlation needs at least 3 points \(2 pairs\), got 2$"):
+        METRICS["spearman_distance_correlation"](Neighborhoods(X[:2], Z[:2], k_max=0))
+    n, total = 100, 4950
+    for n_pairs, sampled in ((total, None), (total + 1, None), (total - 1, total - 1), (total // 3 + 1, total // 3 + 1)):
+        nb = Neighborhoods(X[:n], Z[:n], k_max=0, seed=5)
+        METRICS["spearman_distance_correlation"](nb, n_pairs=n_pairs)
+        expected = None if sampled is None else {"pairs": sampled, "of": total, "seed": 5}
+        assert nb.sampled == expected
+        assert expected is None or type(nb.sampled["of"]) is int  # a count, never 4950.0
+
+
+def test_a_subsample_as_large_as_the_data_is_every_point_and_records_no_sample(blobs):
+    X, Z, _ = blobs
+    nb = Neighborhoods(X, Z, k_max=0)
+    assert np.array_equal(nb.subsample(len(X), "any"), np.arange(len(X))) and nb.sampled is None
+    assert nb.subsample(len(X) - 1, "any").size == len(X) - 1 and nb.sampled["points"] == len(X) - 1
+
+
+def test_spearman_names_the_space_whose_distances_are_all_equal(blobs):
+    X, Z, _ = blobs
+    for data, emb, space in ((np.zeros((10, 3)), Z[:10], "data"), (X[:10], np.ones((10, 2)), "embedding")):
+        with pytest.raises(ValueError, match=rf"^spearman_distance_correlation is undefined: all 45 sampled pair distances of the {space} space are equal \(0\)$"):
+            METRICS["spearman_distance_correlation"](Neighborhoods(data, emb, k_max=0))

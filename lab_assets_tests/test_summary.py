@@ -243,3 +243,96 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
     assert cells.returncode == 0, cells.stderr
     assert max(map(len, cells.stdout.splitlines())) <= 100
     assert "seed" in cells.stdout.splitlines()[1] and len([ln for ln in cells.stdout.splitlines() if "pca" in ln]) == 2 * 2 * 2
+
+
+EDGES = """
+name: edges
+data:
+  swissroll: {n_samples: 100}
+seeds: [0, 1, 2, 3, 4, 5]
+methods:
+  pca: {}
+  isomap: {}
+  random_projection: {}
+metrics:
+  trustworthiness: {k: [5]}
+  reconstruction_error: {}
+  lid: {k: [5]}
+"""
+TW, RE, LID = "trustworthiness@k=5", "reconstruction_error@normalized=True,split=test", "lid@k=5,space=embedding"
+
+
+def edge_cells(sweep, values):
+    """{(method name, metric column): [value per seed]} -> the per-cell table (a short list: the
+    later seeds have no value for it)."""
+    rows = []
+    for d in sweep.data:
+        for m in sweep.methods:
+            row = {"data": d.key, "method": m.key, "seed": d.seed}
+            for col in (TW, RE, LID):
+                vs = values.get((m.method, col), [])
+                row[col] = vs[d.seed] if d.seed < len(vs) else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_the_summary_and_comparison_at_their_edges():
+    """What mutation testing found unpinned (docs/mutation-testing.md): n = 1 and 2, ties, a
+    lower-is-better ranking, exactly MIN_PAIRS pairs, two ranked methods, the runner-up among
+    three, a tie's statistic, the comparison's columns and its row order (the sweep's metric order)."""
+    sweep = parse_sweep(EDGES, "edges.yaml")
+    lead = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
+    cells = edge_cells(sweep, {
+        ("pca", TW): lead, ("isomap", TW): [v - 0.1 for v in lead], ("random_projection", TW): [v - 0.2 for v in lead],
+        ("pca", RE): [0.5, 0.7], ("isomap", RE): [0.3], ("random_projection", RE): [0.3, 0.3],
+        ("pca", LID): [2.0] * 6,
+    })
+    table = summary.summarize(sweep, cells).set_index(["method", "metric"])
+    key = {m.method: m.key for m in sweep.methods}
+    pca_re, iso_re = table.loc[(key["pca"], RE)], table.loc[(key["isomap"], RE)]
+    assert pca_re["n"] == 2 and pca_re["sd"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
+    half = stats.t.ppf(0.975, 1) * pca_re["sd"] / math.sqrt(2)
+    assert (pca_re["ci_low"], pca_re["ci_high"]) == pytest.approx((0.6 - half, 0.6 + half))
+    assert iso_re["n"] == 1 and math.isnan(iso_re["sd"]) and math.isnan(iso_re["ci_low"]) and math.isnan(iso_re["ci_high"])
+    # Lower is better; isomap and random_projection tie at 0.3: both rank 1 ("min"), pca 3.
+    assert [table.loc[(key[m], RE), "rank"] for m in ("pca", "isomap", "random_projection")] == [3, 1, 1]
+    assert table["rank"].dtype == "Int64" and table.loc[(key["pca"], LID), "rank"] is pd.NA  # descriptive
+    comparisons = summary.compare(sweep, cells, summary.summarize(sweep, cells))
+    assert list(comparisons.columns) == summary.COMPARISON_COLUMNS
+    assert comparisons["metric"].tolist() == [TW, RE]  # the sweep's order, not sorted
+    tw, re_ = comparisons.iloc[0], comparisons.iloc[1]
+    labels = sweep.labels
+    assert (tw["metric_name"], tw["metric_label"], tw["better"]) == ("trustworthiness", "trustworthiness", "higher")  # k does not vary
+    assert (tw["best"], tw["best_label"], tw["runner_up"], tw["runner_up_label"]) == (
+        key["pca"], labels[key["pca"]], key["isomap"], labels[key["isomap"]])
+    # Exactly MIN_PAIRS pairs, every difference the same sign: the exact p is 2/2^6 < 0.05.
+    assert (tw["n_pairs"], tw["verdict"]) == (summary.MIN_PAIRS, summary.LEAD)
+    assert tw["p_value"] == pytest.approx(stats.wilcoxon(lead, [v - 0.1 for v in lead]).pvalue)
+    assert tw["p_value"] < summary.ALPHA
+    # The tie at rank 1: the sweep's method order picks isomap; their one shared seed is equal.
+    assert (re_["best"], re_["runner_up"], re_["verdict"], re_["n_pairs"]) == (key["isomap"], key["random_projection"], summary.TIE, 1)
+    assert (re_["metric_name"], re_["better"]) == ("reconstruction_error", "lower")
+    assert math.isnan(re_["statistic"]) and math.isnan(re_["p_value"])
+
+
+def test_a_summary_of_one_method_and_of_nothing_to_compare():
+    one = parse_sweep(EDGES.replace("  isomap: {}\n  random_projection: {}\n", ""), "one.yaml")
+    cells = edge_cells(one, {("pca", TW): [0.9, 0.8]})
+    table = summary.summarize(one, cells)
+    assert table.loc[table["metric"] == TW, "rank"].tolist() == [1]
+    assert table["n"].tolist() == [2, 0, 0]  # a metric no cell has a value for: n = 0
+    empty = summary.compare(one, cells, table)
+    assert empty.empty and list(empty.columns) == summary.COMPARISON_COLUMNS
+    # A metric column no cell has at all (added to the sweep, not computed yet).
+    assert summary.summarize(one, cells.drop(columns=[LID]))["n"].tolist() == [2, 0, 0]
+    no_metrics = parse_sweep(EDGES.split("metrics:")[0], "none.yaml")
+    nothing = summary.summarize(no_metrics, cells)
+    assert nothing.empty and list(nothing.columns) == summary.SUMMARY_COLUMNS
+
+
+def test_two_ranked_methods_are_compared():
+    two = parse_sweep(EDGES.replace("  random_projection: {}\n", ""), "two.yaml")
+    lead = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
+    cells = edge_cells(two, {("pca", TW): [v - 0.1 for v in lead], ("isomap", TW): lead})
+    [row] = summary.compare(two, cells, summary.summarize(two, cells)).to_dict("records")
+    assert (row["metric"], row["best"], row["runner_up"], row["verdict"]) == (TW, two.methods[1].key, two.methods[0].key, summary.LEAD)

@@ -59,3 +59,51 @@ def test_flops_per_token_by_hand():
 
 def test_peak_memory_is_reported_on_cpu():
     assert 0.01 < backend.peak_memory_gb(backend.detect()) < 64
+
+
+@pytest.mark.parametrize("env, triton, expected", [
+    ("1", True, (True, "compiled")),
+    ("1", False, (False, "eager (torch.compile needs Triton, which is not installed)")),
+    ("0", True, (False, "eager (LAB_TORCH_COMPILE=0)")),
+])
+def test_a_gpu_without_triton_says_it_trains_eager(monkeypatch, env, triton, expected):
+    # The CUDA branch of detect() on any machine: torch's answers about the device are stubbed,
+    # the compile decision is the real one.
+    monkeypatch.delenv("LAB_DEVICE", raising=False)
+    monkeypatch.setenv("LAB_TORCH_COMPILE", env)
+    monkeypatch.setattr(backend, "_triton_installed", lambda: triton)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    b = backend.detect()
+    assert (b.name, b.compile, b.compile_mode) == ("rocm" if torch.version.hip else "cuda", *expected)
+    assert b.describe().endswith(f"bfloat16, {expected[1]}")
+
+
+def test_training_reports_whether_its_steps_ran_compiled(monkeypatch, tmp_path):
+    from lab_assets.training import train
+    from lab_assets.training.config import TrainConfig
+
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, 256, (4_000,), generator=g, dtype=torch.uint8), torch.randint(0, 256, (600,), generator=g, dtype=torch.uint8)
+    config = TrainConfig(depth=1, width=16, heads=2, seq_len=16, batch=2, checkpoint_every=100, eval_tokens=256, steps=2)
+    cpu = backend.Backend("cpu", "cpu", "test CPU", None, False, None)
+    assert train.train(config, *tokens, str(tmp_path / "eager.pt"), cpu).compiled is False
+    # A backend that compiles: torch.compile is replaced by a wrapper that counts its calls (compiling
+    # on a CPU needs a C++ toolchain and takes longer than this test), so the result must say
+    # the steps went through it.
+    calls = []
+
+    class Compiled(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            calls.append(x.shape)
+            return self.model(x)
+
+    monkeypatch.setattr(torch, "compile", Compiled)
+    compiling = backend.Backend("cpu", "cpu", "test CPU", None, True, None, "compiled")
+    assert train.train(config, *tokens, str(tmp_path / "compiled.pt"), compiling).compiled is True
+    assert len(calls) == 2  # both steps

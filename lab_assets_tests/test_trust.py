@@ -14,7 +14,7 @@ import pytest
 
 from lab_assets.core import storage
 from lab_assets.dr.sweep import SweepError, parse_sweep
-from lab_assets_tests.conftest import interrupt_when, lab_cli
+from lab_assets_tests.conftest import interrupt_when, lab_cli, missing
 
 TRACEBACK_MARKS = ("Traceback (most recent call last)", "Stack Trace:", "dagster._core.errors")
 
@@ -218,7 +218,7 @@ def test_query_refuses_writes_attach_extensions_and_other_files(with_table, tmp_
 
 @pytest.fixture
 def mounted(tmp_path):
-    """A tmpfs mounted with `options` (root only: skipped elsewhere)."""
+    """A tmpfs mounted with `options` (root only: skipped elsewhere, a failure under CI=true)."""
     mounts = []
 
     def mount(options: str) -> Path:
@@ -226,7 +226,7 @@ def mounted(tmp_path):
         where.mkdir()
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True)
         if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+            missing(f"cannot mount a tmpfs here (needs root): {done.stderr.decode().strip()}")
         mounts.append(where)
         return where
 

@@ -45,10 +45,11 @@ class Backend:
     autocast_dtype: torch.dtype | None  # None: train in float32
     compile: bool
     peak_flops: float | None  # None: MFU is not reported
+    compile_mode: str = "eager"  # "compiled", or "eager (<why>)": recorded with every training
 
     def describe(self) -> str:
         dtype = str(self.autocast_dtype).removeprefix("torch.") if self.autocast_dtype else "float32"
-        return f"{self.name} ({self.device_name}), {dtype}, {'compiled' if self.compile else 'eager'}"
+        return f"{self.name} ({self.device_name}), {dtype}, {self.compile_mode}"
 
 
 def peak_flops(device_name: str) -> float | None:
@@ -62,10 +63,20 @@ def peak_flops(device_name: str) -> float | None:
     return None
 
 
-def _compile_wanted() -> bool:
-    # torch.compile on GPUs needs Triton; without it, eager is the clean fallback.
-    # LAB_TORCH_COMPILE=0 turns it off (debugging, or a driver where Inductor misbehaves).
-    return settings.torch_compile_allowed() and importlib.util.find_spec("triton") is not None
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
+def compile_choice() -> tuple[bool, str]:
+    """Whether a GPU compiles, and the mode in words. torch.compile on GPUs needs Triton; without
+    it training runs eager, and says so (`Backend.compile_mode`, the model's metadata) rather
+    than silently. LAB_TORCH_COMPILE=0 turns it off (debugging, or a driver where Inductor
+    misbehaves)."""
+    if not settings.torch_compile_allowed():
+        return False, "eager (LAB_TORCH_COMPILE=0)"
+    if not _triton_installed():
+        return False, "eager (torch.compile needs Triton, which is not installed)"
+    return True, "compiled"
 
 
 def detect() -> Backend:
@@ -77,20 +88,23 @@ def detect() -> Backend:
     if forced != "cpu" and torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
         bf16 = torch.cuda.is_bf16_supported()
+        compiles, mode = compile_choice()
         return Backend(
             name="rocm" if torch.version.hip else "cuda",
             device="cuda",
             device_name=name,
             autocast_dtype=torch.bfloat16 if bf16 else None,
-            compile=_compile_wanted(),
+            compile=compiles,
             peak_flops=peak_flops(name) if bf16 else None,
+            compile_mode=mode,
         )
     if forced != "cpu" and torch.backends.mps.is_available():
         # Eager float32: Inductor's MPS backend and bf16 autocast are not dependable there yet.
-        return Backend("mps", "mps", "Apple GPU", None, False, None)
+        return Backend("mps", "mps", "Apple GPU", None, False, None, "eager (MPS)")
     # CPU: float32 eager. bf16 autocast on CPUs without AMX is slower, and compiling needs a C++
     # toolchain and takes longer than the tiny models trained here.
-    return Backend("cpu", "cpu", f"{platform.machine()} CPU, {torch.get_num_threads()} threads", None, False, None)
+    name = f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    return Backend("cpu", "cpu", name, None, False, None, "eager (CPU)")
 
 
 def resolve_device(device: str) -> str:

@@ -157,7 +157,8 @@ class Entry:
 
     @cached_property
     def code_version(self) -> str:
-        files = [source_file(self.module) if self.module else inspect.getsourcefile(self.fn) or ""]
+        # Unwrapped: a wrapper (mutmut's trampoline) lives in another file than the entry's code.
+        files = [source_file(self.module) if self.module else inspect.getsourcefile(inspect.unwrap(self.fn)) or ""]
         files += [source_file(module) for module in self.sources]
         sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
         versions = {p: package_version(p) for p in self.packages}

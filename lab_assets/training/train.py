@@ -45,6 +45,7 @@ class TrainResult:
     final_loss: float
     state_dict: dict[str, torch.Tensor]
     device: str  # where the model's weights were ("cuda:0", "cpu"): what lineage records
+    compiled: bool  # the steps ran through torch.compile (not what was asked: what ran)
 
 
 def lr_factor(progress: float, step: int, config: TrainConfig) -> float:
@@ -198,5 +199,5 @@ def train(
         peak_memory_gb=backends.peak_memory_gb(b), n_params=gpt.param_count(model),
         flops_per_token=flops, final_loss=loss_f,
         state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()},
-        device=str(next(model.parameters()).device),
+        device=str(next(model.parameters()).device), compiled=fwd is not model,
     )

@@ -96,7 +96,7 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         steps=result.steps, resumed_from_step=result.resumed_from, training_seconds=round(result.training_seconds, 3),
         tokens_per_second=round(result.tokens_per_second, 1), mfu=result.mfu if result.mfu is not None else "n/a (no peak FLOP/s known)",
         flops_per_token=result.flops_per_token, peak_memory_gb=round(result.peak_memory_gb, 4),
-        n_params=result.n_params, final_train_loss=result.final_loss, backend=b.describe(),
+        n_params=result.n_params, final_train_loss=result.final_loss, backend=b.describe(), compiled=result.compiled,
         ledger=dg.MetadataValue.path(ledger.path(trial.study, ".tsv")),
     )
     metadata.pop("dagster/row_count")  # a model has no rows; `steps` says how much it trained

@@ -2,6 +2,8 @@
 
 Every kNN-based metric receives the same `Neighborhoods` object, which holds one kNN search of
 the data and one of the embedding at the largest k any metric asks for; smaller k are slices.
+A metric module registers its function by a call after it (`name = METRICS("name", ...)(name)`),
+not with decorator syntax: mutmut does not mutate decorated functions (docs/mutation-testing.md).
 """
 
 from typing import Any

@@ -12,8 +12,10 @@ from lab_assets.dr.metrics import METRICS, k_below_half_points
 from lab_assets.dr.metrics.neighbors import Neighborhoods, rank_penalty_score
 
 
-@METRICS("continuity", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)
 def continuity(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Continuity at neighbourhood size k: 1 = every data neighbour stays an embedding neighbour."""
     nb.check_k(k)
     return rank_penalty_score(nb.data_nbrs_emb_rank, k, nb.n, "continuity")
+
+
+continuity = METRICS("continuity", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)(continuity)

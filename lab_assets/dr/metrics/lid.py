@@ -14,7 +14,6 @@ from lab_assets.dr.metrics import METRICS, k_below_points, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-@METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None, limits=k_below_points)  # descriptive: no better direction
 def lid(
     nb: Neighborhoods,
     *,
@@ -41,3 +40,6 @@ def lid(
             f"points of the {space} space (first: point {int(np.flatnonzero(flat)[0])})"
         )
     return float(np.mean((k - 1) / logs))
+
+
+lid = METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None, limits=k_below_points)(lid)  # descriptive: no better direction

@@ -16,7 +16,6 @@ from lab_assets.dr.metrics.neighbors import Neighborhoods
 _BLOCK = 1 << 22
 
 
-@METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)  # descriptive
 def participation_ratio(
     nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding"
 ) -> float:
@@ -40,3 +39,6 @@ def participation_ratio(
         g = M.T @ M[:, s : s + step]
         frob2 += float(np.einsum("ij,ij->", g, g))
     return trace**2 / frob2
+
+
+participation_ratio = METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)(participation_ratio)  # descriptive

@@ -28,7 +28,6 @@ def diagram(A: np.ndarray, dim: int) -> np.ndarray:
     return np.asarray(ripser(A, maxdim=dim)["dgms"][dim], dtype=np.float64)
 
 
-@METRICS("persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)", better=None)  # descriptive
 def persistent_homology(
     nb: Neighborhoods,
     *,
@@ -53,3 +52,6 @@ def persistent_homology(
 
         threshold = DEFAULT_THRESHOLD_FRACTION * float(pdist(A).max())
     return float(np.count_nonzero(life > threshold))
+
+
+persistent_homology = METRICS("persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)", better=None)(persistent_homology)  # descriptive

@@ -15,7 +15,6 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-@METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)", better="lower")
 def reconstruction_error(
     nb: Neighborhoods, *, split: Literal["test", "train", "all"] = "test", normalized: bool = True
 ) -> float:
@@ -33,3 +32,6 @@ def reconstruction_error(
     if variance == 0:
         raise ValueError(f"reconstruction_error: the {split!r} rows are all identical, so normalized error is 0/0")
     return error / variance
+
+
+reconstruction_error = METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)", better="lower")(reconstruction_error)

@@ -36,7 +36,6 @@ def class_labels(nb: Neighborhoods) -> np.ndarray:
     return labels
 
 
-@METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]", better="higher")
 def silhouette(
     nb: Neighborhoods,
     *,
@@ -61,3 +60,6 @@ def silhouette(
     from sklearn.metrics import silhouette_score  # imported on use: registering the entry must stay cheap
 
     return float(silhouette_score(A, y, metric="euclidean"))
+
+
+silhouette = METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]", better="higher")(silhouette)

@@ -59,7 +59,6 @@ def pair_distances(A: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-@METRICS("spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]", better="higher")
 def spearman_distance_correlation(
     nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000
 ) -> float:
@@ -82,3 +81,6 @@ def spearman_distance_correlation(
     from scipy.stats import spearmanr  # imported on use: registering the entry must stay cheap
 
     return float(spearmanr(dx, dz).statistic)
+
+
+spearman_distance_correlation = METRICS("spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]", better="higher")(spearman_distance_correlation)

@@ -12,8 +12,10 @@ from lab_assets.dr.metrics import METRICS, k_below_half_points
 from lab_assets.dr.metrics.neighbors import Neighborhoods, rank_penalty_score
 
 
-@METRICS("trustworthiness", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)
 def trustworthiness(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Trustworthiness at neighbourhood size k: 1 = every embedding neighbour is a data neighbour."""
     nb.check_k(k)
     return rank_penalty_score(nb.emb_nbrs_data_rank, k, nb.n, "trustworthiness")
+
+
+trustworthiness = METRICS("trustworthiness", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)(trustworthiness)
