@@ -25,7 +25,7 @@ def test_help_lists_every_command_with_its_help(lab):
     assert out.returncode == 0
     (sub,) = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
     assert {"sweep", "report", "verify", "logs", "query", "study", "ui"} <= set(sub.choices)
-    assert out.stdout.startswith(f"usage: lab [-h] {{{','.join(sub.choices)}}} ...")
+    assert " ".join(out.stdout.split()).startswith(f"usage: lab [-h] {{{','.join(sub.choices)}}} ...")  # wrapped
     assert [a.dest for a in sub._choices_actions] == list(sub.choices)  # every command has a help line
     for action in sub._choices_actions:  # each command on its own line with the start of its help
         first_words = " ".join(action.help.split()[:3])

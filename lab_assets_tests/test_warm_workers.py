@@ -5,6 +5,8 @@ the UI's launcher: test_launcher.py.)"""
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -66,13 +68,14 @@ def test_edited_code_retires_the_workers_before_the_next_run():
 
 
 def test_no_fork_while_another_thread_runs():
-    assert start_method(False) == "spawn"
-    assert start_method(True) == "fork"
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert start_method(True) == "spawn"  # its locks would be copied held
-    finally:
-        stop.set()
-        thread.join()
+    # In a fresh interpreter: pytest-xdist's worker has threads of its own.
+    code = (
+        "import threading\n"
+        "from lab_assets.core.warm_workers import start_method\n"
+        "print(start_method(False), start_method(True))\n"
+        "stop = threading.Event(); thread = threading.Thread(target=stop.wait); thread.start()\n"
+        "print(start_method(True))  # its locks would be copied held\n"
+        "stop.set(); thread.join()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["spawn", "fork", "spawn"]
