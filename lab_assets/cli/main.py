@@ -475,6 +475,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run, writes=True)
+    from lab_assets.cli import gc, sweep_remove  # light: no Dagster import
+
+    sweep_remove.add_parser(sweep)
 
     report = sub.add_parser("report", help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
                             "Markdown) and figures; print the summary")
@@ -523,6 +526,7 @@ def parser() -> argparse.ArgumentParser:
     from lab_assets.cli.cluster import add_parser as add_cluster_parser  # light: no Dagster import
 
     add_cluster_parser(sub)
+    gc.add_parser(sub)
     return p
 
 
