@@ -475,7 +475,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
                      "launcher and queue, e.g. on Kubernetes) instead of in this process")
     run.set_defaults(fn=cmd_run, writes=True)
-    from lab_assets.cli import gc, sweep_remove  # light: no Dagster import
+    from lab_assets.cli import gc, push, sweep_remove  # light: no Dagster import
 
     sweep_remove.add_parser(sweep)
 
@@ -527,6 +527,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_cluster_parser(sub)
     gc.add_parser(sub)
+    push.add_parser(sub)
     return p
 
 

@@ -4,6 +4,7 @@ a cluster pod differ only in their environment, never in code."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
 from functools import lru_cache
@@ -93,3 +94,20 @@ def check_writable() -> None:
                 os.unlink(name)
         except OSError as e:
             raise unwritable(place, e) from None
+
+
+DEFAULT = "default"  # `results_cache()`: `results_cache/` under the storage root
+
+
+def results_cache() -> str | None:
+    """Where computed artifacts are kept by their inputs' identity (`core/results_cache.py`):
+    `LAB_RESULTS_CACHE` = a URL shared by the team (`s3://team/lab-cache`, options as JSON in
+    `LAB_RESULTS_CACHE_OPTIONS`), `off` for none, unset: DEFAULT."""
+    value = os.environ.get("LAB_RESULTS_CACHE", "").strip()
+    if value.lower() == "off":
+        return None
+    return value or DEFAULT
+
+
+def results_cache_options() -> dict:
+    return json.loads(os.environ.get("LAB_RESULTS_CACHE_OPTIONS") or "{}")
