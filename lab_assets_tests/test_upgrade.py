@@ -1,5 +1,5 @@
-"""Upgrades: a lab home written by the previous release's code (the commit before the layout
-version was recorded, checked out with `git archive`) is upgraded by this release's first
+"""Upgrades: a lab home written by the previous release's code (the commit before layout 2's
+change, the results cache, checked out with `git archive`) is upgraded by this release's first
 `lab sweep run`, which says before running what will recompute and why, recomputes exactly that
 (datasets stay), and records the layout version."""
 
@@ -17,13 +17,17 @@ from lab_assets_tests.conftest import REPO, lab_cli, require_tool
 pytestmark = pytest.mark.slow
 
 
+# The file whose addition began layout 2 (core/layout.py, CHANGES[2]): the previous release is the commit before.
+LAYOUT_2_BEGAN_WITH = "lab_assets/core/results_cache.py"
+
+
 def _previous_release(tmp_path):
-    """The code of the commit before `core/layout.py` was added, unpacked in a folder."""
+    """The code of the commit before layout 2's change, unpacked in a folder."""
     git = require_tool("git", "the upgrade test checks out an earlier commit")
-    added = subprocess.run([git, "log", "-1", "--format=%H", "--diff-filter=A", "--", "lab_assets/core/layout.py"],
+    added = subprocess.run([git, "log", "-1", "--format=%H", "--diff-filter=A", "--", LAYOUT_2_BEGAN_WITH],
                            cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     if not added:
-        pytest.fail("core/layout.py is not committed: the previous release is the commit before it")
+        pytest.fail(f"{LAYOUT_2_BEGAN_WITH} is not committed: the previous release is the commit before it")
     folder = tmp_path / "previous"
     folder.mkdir()
     archive = subprocess.run([git, "archive", f"{added}^", "lab_assets"], cwd=REPO, capture_output=True, check=True)
