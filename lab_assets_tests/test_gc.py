@@ -7,9 +7,10 @@ import os
 import time
 
 import dagster as dg
+import pytest
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
-from lab_assets.core import keys
+from lab_assets.core import keys, storage
 from lab_assets.defs.assets.specs import cell_suites
 from lab_assets.defs.definitions import defs
 from lab_assets.defs.freshness import FRESH
@@ -197,3 +198,35 @@ def test_a_sweep_file_deleted_while_the_ui_runs_is_unregistered(lab):
     assert sorted(inst.get_dynamic_partitions("cell")) == sorted(keys.cell_key(d, m) for d, m in tiny.cells)
     assert "first.yaml" not in json.loads(result.cursor)
     assert evaluate(sweep_registry, result.cursor).skip_message == "no new or edited sweep file"
+
+
+@pytest.mark.slow
+def test_gc_on_an_object_store(lab, s3, single_threaded):
+    """The same on S3 (moto): old cells' objects and a report's superseded version go, what the
+    registered sweep reads stays fresh, and a second gc finds nothing."""
+    from lab_assets.runner.sweeps import materialize_report
+
+    path = lab / "sweeps" / "tiny.yaml"
+    before = load_sweep(path)
+    assert run_sweep(before, workers=1).ok
+    path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: 20"))
+    tiny = load_sweep(path)
+    assert run_sweep(tiny, workers=1).ok
+    assert materialize_report(tiny).ok  # a second report version: the one before stays for readers
+    old = [keys.cell_key(d, m) for d, m in set(before.cells) - set(tiny.cells)]
+
+    def stored(prefix: str) -> list[str]:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket="lab-bucket", Prefix=prefix)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+    listed = _gc(lab, "--dry-run")["items"]
+    assert {i["name"] for i in listed if i["kind"] == "cell"} == set(old)
+    assert [i["kind"] for i in listed if i["name"] == "tiny"] == ["report version"]
+    _gc(lab)
+    for cell in old:
+        d, m = keys.parse_cell_key(cell)
+        assert not [k for k in stored("lab/assets/") if k.endswith(f"{d}/{m}.parquet")]
+    versions = {k.split("/")[3] for k in stored("lab/reports/tiny/")}
+    assert versions == {".current", storage.current(storage.url("reports", "tiny")).rsplit("/", 1)[-1]}
+    assert all(c.status == FRESH for c in register_and_plan(tiny).cells)
+    assert _gc(lab)["items"] == []
