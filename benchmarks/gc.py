@@ -1,4 +1,5 @@
-"""`lab gc` on a lab home of N materialized cells (issue #34; benchmarks/scaling.py's trivial cells).
+"""`lab gc` on a lab home of 1,000 materialized cells (issue #34; the performance suite's scaling
+sweep: 100 data keys x 10 `random_projection` keys, run_all.SCALING_SWEEP).
 
 After one `lab sweep run` of the N-cell sweep, REPEATS times each:
 - `lab gc --dry-run` with the sweep registered (nothing to delete: the look alone), against
@@ -7,7 +8,7 @@ After one `lab sweep run` of the N-cell sweep, REPEATS times each:
 then `lab sweep remove` and, REPEATS times, `lab gc --dry-run` (N cells listed), then one `lab gc`
 that deletes the N cells' files, partitions and runs, and one more `lab gc` (must find nothing).
 
-    python benchmarks/gc.py --cells 1000
+    python benchmarks/gc.py
 Prints one JSON line; medians and ratios are within this run.
 """
 
@@ -22,17 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
-from run_all import LAB, project  # noqa: E402
-from scaling import SHAPES, sweep_text  # noqa: E402
+from run_all import LAB, SCALING_SWEEP, project  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cells", type=int, default=1000, help=f"the sweep's size, of {sorted(SHAPES)}")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
-    out: dict = {"cells": args.cells, "load_before": os.getloadavg()[0]}
-    with project(sweep_text(args.cells), "scaling") as (folder, env, file):
+    cells = 1000
+    out: dict = {"cells": cells, "load_before": os.getloadavg()[0]}
+    with project(SCALING_SWEEP, "scaling") as (folder, env, file):
         env = {**env, "LAB_SERVICE": "0"}
 
         def timed(*cmd: str) -> measure.Measured:
@@ -59,7 +59,7 @@ def main() -> None:
         out["gc_dry_run_all_s"] = statistics.median(listing)
         deleted = timed("gc", "--json")
         out["gc_delete_all_s"] = deleted.seconds
-        out["gc_delete_per_cell_ms"] = 1000 * deleted.seconds / args.cells
+        out["gc_delete_per_cell_ms"] = 1000 * deleted.seconds / cells
         out["gc_delete_peak_gib"] = round(deleted.peak_rss_gib, 2)
         again = timed("gc", "--dry-run", "--json")
         out["second_gc_items"] = len(json.loads(again.stdout)["items"])
