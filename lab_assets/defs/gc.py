@@ -86,9 +86,10 @@ def in_flight(instance: dg.DagsterInstance) -> InFlight:
 
 
 def live_sweeps() -> tuple[list[Sweep], list[Sweep]]:
-    """(registered sweeps whose file exists, those whose file is gone)."""
+    """(registered sweeps whose file exists, those whose file is gone). A source is relative to the
+    folder `lab sweep run` ran in, usually the project's: gone only when found in neither."""
     registered = keystore.sweeps()
-    gone = [s for s in registered if not resolve_path(s.source).is_file()]
+    gone = [s for s in registered if not (resolve_path(s.source).is_file() or Path(s.source).is_file())]
     return [s for s in registered if s not in gone], gone
 
 
