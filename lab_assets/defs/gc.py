@@ -25,6 +25,7 @@ listing keeps what it uses.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -242,7 +243,8 @@ def _superseded(path: str, entries: list[str]) -> list[str]:
     if storage.is_local():
         link = Path(path)
         current = link.resolve().name if link.is_symlink() else None
-        versions = [e for e in entries if e.startswith(f".{name}.") and not e.endswith(".tmp")]
+        version = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{12}}(\.old)?")  # storage.replace_folder's names
+        versions = [e for e in entries if version.fullmatch(e)]
         return [str(link.with_name(e)) for e in versions if e != current]
     current = storage.current(path).rsplit("/", 1)[-1]
     found = [p.rstrip("/") for p in storage.filesystem().ls(path, detail=False)]
