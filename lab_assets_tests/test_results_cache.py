@@ -8,6 +8,7 @@ import os
 import shutil
 
 import dagster as dg
+import pytest
 
 from lab_assets.core import results_cache
 from lab_assets.runtime import instance
@@ -84,6 +85,32 @@ def test_a_sweep_pushed_from_a_laptop_is_recorded_not_computed_elsewhere(lab, s3
     assert parquet_frame(team_table).equals(parquet_frame(laptop_table))
 
 
+def test_an_entry_is_trusted_only_intact_and_for_its_identity(tmp_path):
+    cache = results_cache.open_cache(str(tmp_path / "cache"), {})
+    identity = {"asset": "embedding", "code_version": "c1", "seed": 0}
+    origin = {"host": "laptop", "run_id": "r1", "git_sha": "abc", "computed_at": "t"}
+    assert results_cache.lookup(identity, cache) is None
+    assert results_cache.store(identity, {"embedding.parquet": b"value"}, origin, cache)
+    hit = results_cache.lookup(identity, cache)
+    assert hit.files == {"embedding.parquet": b"value"} and hit.origin == origin
+    assert results_cache.lookup({**identity, "seed": 1}, cache) is None  # another identity: another entry
+    # The first computation stays the origin.
+    assert not results_cache.store(identity, {"embedding.parquet": b"value"}, {**origin, "host": "team"}, cache)
+    assert results_cache.lookup(identity, cache).origin["host"] == "laptop"
+
+    stored = tmp_path / "cache" / results_cache.key(identity) / "embedding.parquet"
+    stored.write_bytes(b"valuf")  # same size, other content: never trusted
+    assert results_cache.lookup(identity, cache) is None
+    stored.unlink()
+    assert results_cache.lookup(identity, cache) is None
+    (stored.parent / "entry.json").write_text("{not json")
+    assert results_cache.lookup(identity, cache) is None
+    # The computation that follows a miss writes the entry again.
+    assert results_cache.store(identity, {"embedding.parquet": b"value"}, {**origin, "host": "team"}, cache)
+    assert results_cache.lookup(identity, cache).origin["host"] == "team"
+
+
+@pytest.mark.slow
 def test_a_damaged_cache_entry_is_recomputed_never_trusted(lab, s3, monkeypatch):
     endpoint = s3.meta.endpoint_url
     monkeypatch.delenv("LAB_STORAGE_URL")
