@@ -183,6 +183,8 @@ def test_running_backfills_are_counted_by_status_and_tags(tmp_path):
         ))
         guard(backfills.backfill_running(instance, {"lab_assets/sweep": "s"}), symbol, "a REQUESTED backfill with the tag is counted")
         guard(not backfills.backfill_running(instance, {"lab_assets/sweep": "other"}), symbol, "a backfill without the tag is not")
+        guard(backfills.requested_backfill_partitions(instance) == {"a"}, "DagsterInstance.get_backfills / "
+              "PartitionBackfill.asset_backfill_data.target_subset", "a REQUESTED backfill's partitions are read back")
 
 
 # --- runtime/sqlite_storage.py ---------------------------------------------------------------

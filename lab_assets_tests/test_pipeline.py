@@ -60,7 +60,7 @@ def commit_project(folder) -> str:
     return git(folder, "rev-parse", "HEAD")
 
 
-def test_tiny_sweep_end_to_end(lab):
+def test_tiny_sweep_end_to_end(lab, monkeypatch):
     sha = commit_project(lab)
     assert len(sha) == 40
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
@@ -137,6 +137,7 @@ def test_tiny_sweep_end_to_end(lab):
     # An uncommitted edit to a tracked file: a cell computed now records the same SHA, dirty.
     (lab / "sweeps" / "tiny.yaml").write_text((lab / "sweeps" / "tiny.yaml").read_text() + "# edited\n")
     lineage._git_state.cache_clear()  # as a new process would see it
+    monkeypatch.setenv("LAB_RESULTS_CACHE", "off")  # computed now, not recorded from the clean computation's entry
     cell = keys.cell_key(sweep.data[0].key, sweep.methods[0].key)
     assert execute_run(Run(CELLS, cell_key(sweep.data[0].key, sweep.methods[0].key)), {}).ok
     meta = materializations("embedding")[cell].metadata

@@ -21,14 +21,17 @@ from lab_assets.cli import (
     cluster,
     compare,
     entries,
+    gc,
     impact,
     logs,
     new,
+    push,
     query,
     report,
     service,
     study,
     sweep,
+    sweep_remove,
     ui,
     verify,
 )
@@ -36,7 +39,10 @@ from lab_assets.cli.exits import BAD_INPUT, FAILED, INTERRUPTED
 from lab_assets.core import fast_exit
 from lab_assets.runner.commands import hand_over
 
-COMMANDS = (sweep, report, verify, logs, query, study, ui, service, cluster, check, impact, compare, entries, new)
+COMMANDS = (
+    sweep, sweep_remove, report, verify, logs, query, study, ui, service, cluster, check, impact, compare, entries, new, gc,
+    push,
+)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from lab_assets.cli.exits import FAILED, INTERRUPTED
 from lab_assets.cli.output import (group, print_problems, print_report, print_traces, progress_factory, report_text,
                                   width)
 
-SWEEP = "plan or run a sweep file"
+SWEEP = "plan, run or remove a sweep file"
 VERIFY_HELP = ("find damaged files by content hash (reads every file), not only by size: a corruption that "
                "kept the size is then recomputed")
 

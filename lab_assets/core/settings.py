@@ -9,6 +9,7 @@ their own environment (`cli/service_server.py`)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
 from functools import lru_cache
@@ -31,6 +32,8 @@ STORAGE_OPTIONS_VAR = "LAB_STORAGE_OPTIONS"
 EXECUTOR_VAR = "LAB_EXECUTOR"
 SERVICE_VAR = "LAB_SERVICE"  # "1": use the warm service, "0": never; unset: when stdin and stderr are terminals
 SERVICE_IDLE_VAR = "LAB_SERVICE_IDLE"  # seconds a service waits for a command before it ends
+RESULTS_CACHE_VAR = "LAB_RESULTS_CACHE"  # a shared cache URL, or "off"
+RESULTS_CACHE_OPTIONS_VAR = "LAB_RESULTS_CACHE_OPTIONS"
 PLUGINS_VAR = "LAB_PLUGINS"  # comma-separated modules of the lab's own entries
 SERVICE_CHILD_VAR = "LAB_SERVICE_CHILD"  # set in a command the service runs: it never forwards again
 # What places a command's files and instance, and how it runs them: a process serving another
@@ -183,3 +186,20 @@ def lab_plugins() -> list[str]:
     """LAB_PLUGINS: comma-separated module names of the lab's own entries (importable from the
     project folder or the environment), besides the installed `lab_assets.plugins` entry points."""
     return [m.strip() for m in _get(PLUGINS_VAR).split(",") if m.strip()]
+
+
+DEFAULT = "default"  # `results_cache()`: `results_cache/` under the storage root
+
+
+def results_cache() -> str | None:
+    """Where computed artifacts are kept by their inputs' identity (`core/results_cache.py`):
+    `LAB_RESULTS_CACHE` = a URL shared by the team (`s3://team/lab-cache`, options as JSON in
+    `LAB_RESULTS_CACHE_OPTIONS`), `off` for none, unset: DEFAULT."""
+    value = _get(RESULTS_CACHE_VAR).strip()
+    if value.lower() == "off":
+        return None
+    return value or DEFAULT
+
+
+def results_cache_options() -> dict:
+    return json.loads(_get(RESULTS_CACHE_OPTIONS_VAR) or "{}")

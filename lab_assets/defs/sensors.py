@@ -1,7 +1,8 @@
 """Sensors that keep sweeps up to date with nobody at a terminal.
 
 - `sweep_registry`: a new or edited file under `<project>/sweeps/` has its partition keys
-  registered (and its specs observed), so it appears in the UI without restarting anything.
+  registered (and its specs observed), so it appears in the UI without restarting anything; a
+  deleted one unregisters its sweep (`register.unregister`, as `lab sweep remove`).
 - `sweep_schedules`: each sweep with `schedule: "<cron>"` gets, at every cron tick, one backfill
   of exactly its missing or stale partitions (nothing when all is fresh). It is a sensor rather
   than a Dagster schedule because only sensors can request a backfill, and a backfill is what
@@ -19,11 +20,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.defs.register import register
+from lab_assets.defs.register import register, unregister
 from lab_assets.defs.freshness import make_plan
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core import cron
-from lab_assets.core.settings import lab_home, project_dir
+from lab_assets.core.settings import lab_home, project_dir, resolve_path
 from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
 from lab_assets.runtime.backfills import backfill_running
@@ -52,10 +53,25 @@ def sweep_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
             context.log.error(str(e))
             continue
         changed.append(path.name)
+    changed += _unregister_deleted(context, seen)
     if not changed:
         return dg.SensorResult(skip_reason="no new or edited sweep file", cursor=json.dumps(seen))
     # Registration is the whole job (no run to launch), so the tick says what it registered.
     return dg.SensorResult(skip_reason=f"registered {', '.join(changed)}", cursor=json.dumps(seen))
+
+
+def _unregister_deleted(context: dg.SensorEvaluationContext, seen: dict[str, str]) -> list[str]:
+    """Unregister the sweeps whose file, seen before, is gone (after the new files registered: a
+    renamed file's sweep is the new file's now)."""
+    out = []
+    for name in [n for n in seen if not (project_dir() / "sweeps" / n).is_file()]:
+        del seen[name]
+        path = project_dir() / "sweeps" / name
+        for sweep in keystore.sweeps():
+            if resolve_path(sweep.source) == path:
+                unregister(context.instance, sweep.name)
+                out.append(f"{name} (deleted: {sweep.name} unregistered)")
+    return out
 
 
 # What the sweep sensors may request: Dagster validates a sensor's backfill requests against its

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
-from lab_assets.core import storage
+from lab_assets.core import layout, storage
 from lab_assets.core.settings import lab_home
 from lab_assets.core.warm_workers import default_workers
 from lab_assets.defs.assets.reports import report_dir
@@ -44,6 +45,13 @@ def verify(sweep: Sweep) -> list[Damage]:
     return sweep_damage(get_instance(), sweep, full=True)
 
 
+def upgrade_lab_home() -> None:
+    """Before anything runs: migrate a lab home written by an earlier release (`core/layout.py`)
+    and say what will recompute and why."""
+    for note in layout.upgrade():
+        print(f"lab: this lab home was written by an earlier release; {note}", file=sys.stderr, flush=True)
+
+
 def run_sweep(
     sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
     verify: bool = False, registered: Callable[[], None] | None = None, pool: WorkerPool | None = None,
@@ -54,6 +62,7 @@ def run_sweep(
     registered, before it is planned (`noop_cache.NoopCache.mark`). `pool`: workers started
     earlier (`lab sweep run` starts them first), used instead of `workers`; its owner closes it."""
     start = time.perf_counter()
+    upgrade_lab_home()
     register(get_instance(), sweep)
     if registered is not None:
         registered()
@@ -72,6 +81,7 @@ def run_sweep(
 
 def materialize_report(sweep: Sweep) -> Result:
     """`lab report`: the metric table and the sweep's report, here, whatever their status."""
+    upgrade_lab_home()
     register_and_plan(sweep)
     with LocalWorkers(1) as here:
         return run(report_work(sweep), here)

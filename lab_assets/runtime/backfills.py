@@ -41,3 +41,13 @@ def backfill_running(instance: dg.DagsterInstance, tags: Mapping[str, str]) -> b
     """Whether a backfill with these tags is still requested (not yet completed, failed or canceled)."""
     active = BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED], tags=dict(tags))
     return instance.get_backfills_count(filters=active) > 0
+
+
+def requested_backfill_partitions(instance: dg.DagsterInstance) -> set[str]:
+    """The partition keys that requested (unfinished) asset backfills target: `lab gc` leaves them."""
+    found: set[str] = set()
+    for backfill in instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED])):
+        data = backfill.asset_backfill_data
+        if data is not None:
+            found |= {p.partition_key for p in data.target_subset.iterate_asset_partitions() if p.partition_key}
+    return found

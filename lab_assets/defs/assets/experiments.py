@@ -10,10 +10,10 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks, inflight, integrity
+from lab_assets.defs import cached, checks, inflight, integrity
 from lab_assets.dr import keystore
 from lab_assets.defs.metadata import materialization_metadata
-from lab_assets.core import keys, lineage, storage
+from lab_assets.core import keys, lineage, results_cache, storage
 from lab_assets.defs.assets.datasets import content_version, dataset, features
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.core.checkpoints import Checkpoint
@@ -28,6 +28,7 @@ CARRIED_COLUMNS = ["row", "split", "label"]
 RECONSTRUCTION_COLUMN = "recon_sq_error"
 # Import-time and deprecation chatter says nothing about the cell's result.
 IGNORED_WARNINGS = (ImportWarning, DeprecationWarning, PendingDeprecationWarning)
+EMBEDDING_FILE = "embedding.parquet"  # its name in a results cache entry
 
 
 class BadEmbeddingError(ValueError):
@@ -89,6 +90,14 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         raise ValueError(
             f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`"
         )
+    # A trained model is not kept in the results cache: the embedding of a trainable method is
+    # computed with its model, which is materialized too.
+    identity = None if trainable else embedding_identity(data, method, table)
+    with lineage.timed() as t:
+        hit = identity and results_cache.lookup(identity)
+    if hit:
+        yield _embedding_from_cache(context, hit, cell, data, method, len(X), t)
+        return
     with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if trainable:
@@ -124,16 +133,35 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         df[f"z{j}"] = Z[:, j]
     if entry.invertible:
         df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
-    path = storage.write_parquet(storage.asset_path("embedding", cell), df, prov)
-    yield dg.MaterializeResult(
+    path = cached.write_and_keep(storage.asset_path("embedding", cell), storage.parquet_bytes(df, prov), identity,
+                                 EMBEDDING_FILE, cached.origin(context, prov))
+    yield _embedding_result(context, df, Z, prov, t, path, data, method, len(X), notes, None)
+
+
+def embedding_identity(data, method, table: pd.DataFrame) -> dict:
+    """What an embedding is computed from (its results cache key): this step's code, the method's
+    code, libraries and parameters, the seed, and the dataset's contents."""
+    return {"asset": "embedding", "code_version": CODE_VERSION, "method": method_version(method), "seed": data.seed,
+            "dataset": content_version(table).value}
+
+
+def _embedding_from_cache(context, hit, cell: str, data, method, rows: int, t: lineage.Timing) -> dg.MaterializeResult:
+    path, _ = cached.restore(hit, EMBEDDING_FILE, storage.asset_path("embedding", cell))
+    df, prov = storage.read_parquet_with_provenance(path)  # the provenance of the computation that made it
+    return _embedding_result(context, df, embedding_coordinates(df), prov, t, path, data, method, rows, [], hit)
+
+
+def _embedding_result(context, df, Z, prov, t, path, data, method, rows, notes, hit) -> dg.MaterializeResult:
+    return dg.MaterializeResult(
         asset_key="embedding",
         metadata={
             "label": cell_label(data, method),
             "scatter": _scatter(context, Z, df["label"]),
             **materialization_metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
+            **cached.metadata(hit),
         },
         data_version=content_version(df),
-        check_results=checks.check_embedding(Z, len(X), method.params.get("n_components")),
+        check_results=checks.check_embedding(Z, rows, method.params.get("n_components")),
     )
 
 

@@ -14,9 +14,9 @@ from dataclasses import asdict
 import dagster as dg
 import pandas as pd
 
-from lab_assets.core import lineage, storage, tracking
+from lab_assets.core import lineage, results_cache, storage, tracking
 from lab_assets.core.registry import digest
-from lab_assets.defs import checks, inflight, integrity
+from lab_assets.defs import cached, checks, inflight, integrity
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
 from lab_assets.defs.assets.specs import column_versions, metric_spec, owed_suite
@@ -28,7 +28,8 @@ from lab_assets.dr.sweep import MetricConfig
 from lab_assets.runtime.data_versions import last_data_version
 
 CODE_VERSION = lineage.module_version(__file__)
-COMPUTED, CARRIED = "computed", "carried"
+COMPUTED, CARRIED, CACHED = "computed", "carried", "cached"
+METRICS_FILE = "metrics.parquet"  # its name in a results cache entry
 
 
 def previous_columns(cell: str) -> dict[str, dict]:
@@ -108,6 +109,15 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         and previous[m.column].get("inputs") == inputs
     }
     todo = [m for m in suite if m.column not in carried]
+    # Nothing to compute when every column is carried; otherwise the row may have been computed
+    # elsewhere from the same inputs by the same code (the results cache).
+    identity = metrics_identity(cell, data.seed, versions, inputs) if todo else None
+    with lineage.timed() as t:
+        hit = identity and results_cache.lookup(identity)
+    if hit:
+        path, _ = cached.restore(hit, METRICS_FILE, storage.asset_path("metrics", cell))
+        df, prov = storage.read_parquet_with_provenance(path)
+        return _result(df, prov, t, path, suite, cell_sweeps, data, method, {}, {}, hit)
     with lineage.timed() as t:
         computed = compute_columns(todo, table, emb, data.seed) if todo else {}
     columns = {
@@ -115,8 +125,6 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         for m in suite
     }
     values = {c: r["value"] for c, r in columns.items()}
-    not_applicable = {c: r["not_applicable"] for c, r in columns.items() if "not_applicable" in r}
-    sampled = {c: r["sampled"] for c, r in columns.items() if "sampled" in r}
     sha, dirty = lineage.git_state()
     row = {
         "partition": cell, "data": data_key, "method": method_key, "dataset": data.dataset,
@@ -127,22 +135,45 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     prov = lineage.provenance({"metrics": list(values)}, data.seed, CODE_VERSION)
     # What the next materialization compares (`previous_columns`): the value itself is in the row.
     recorded = {c: {k: v for k, v in r.items() if k != "value"} for c, r in columns.items()}
-    path = storage.write_parquet(storage.asset_path("metrics", cell), df, {**prov, "columns": recorded})
+    prov = {**prov, "columns": recorded}
+    path = cached.write_and_keep(storage.asset_path("metrics", cell), storage.parquet_bytes(df, prov), identity,
+                                 METRICS_FILE, cached.origin(context, prov))
     sweeps = sorted(s.name for s in cell_sweeps)
     run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
     wandb = tracking.track_cell(cell, sweeps, run_config, values)
     if "wandb_error" in wandb:
         context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
-    how = {c: {"status": CARRIED if c in carried else COMPUTED, "code_version": versions[c]} for c in columns}
+    return _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb, None)
+
+
+def metrics_identity(cell: str, seed: int, versions: dict[str, str], inputs: str) -> dict:
+    """What a cell's metrics row is computed from (its results cache key): this step's code, each
+    column's code version, the seed (sampled metrics), the embedding's and dataset's contents, and
+    the cell (the row names it)."""
+    return {"asset": "metrics", "code_version": CODE_VERSION, "cell": cell, "seed": seed, "columns": versions,
+            "inputs": inputs}
+
+
+def _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb, hit) -> dg.MaterializeResult:
+    """The materialization of a row, computed (`hit` None) or from the results cache: its file's
+    provenance (`columns`: each column's version, inputs, not-applicable reason, sample) says what
+    the metadata shows."""
+    columns = prov["columns"]
+    values = {c: float(df[c].iloc[0]) for c in columns}
+    not_applicable = {c: r["not_applicable"] for c, r in columns.items() if "not_applicable" in r}
+    sampled = {c: r["sampled"] for c, r in columns.items() if "sampled" in r}
+    status = CACHED if hit else COMPUTED
+    how = {c: {"status": CARRIED if c in carried else status, "code_version": r["version"]} for c, r in columns.items()}
     return dg.MaterializeResult(
         metadata=materialization_metadata(
             prov, t, 1, path, label=cell_label(data, method, cell_sweeps), **{f"metric/{c}": v for c, v in values.items()},
             not_applicable=dg.MetadataValue.json(not_applicable),
             subsampled=dg.MetadataValue.json(sampled),
             columns=dg.MetadataValue.json(how),
-            computed_columns=len(columns) - len(carried),
+            computed_columns=0 if hit else len(columns) - len(carried),
             carried_columns=len(carried),
             **wandb,
+            **cached.metadata(hit),
         ),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
         check_results=checks.check_metrics(suite, values, not_applicable),

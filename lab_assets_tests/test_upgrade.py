@@ -1,0 +1,63 @@
+"""Upgrades: a lab home written by the previous release's code (the commit before layout 2's
+change, the results cache, checked out with `git archive`) is upgraded by this release's first
+`lab sweep run`, which says before running what will recompute and why, recomputes exactly that
+(datasets stay), and records the layout version."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from lab_assets.core import layout
+from lab_assets_tests.conftest import REPO, lab_cli, require_tool
+
+pytestmark = pytest.mark.slow
+
+
+# The file whose addition began layout 2 (core/layout.py, CHANGES[2]): the previous release is the commit before.
+LAYOUT_2_BEGAN_WITH = "lab_assets/core/results_cache.py"
+
+
+def _previous_release(tmp_path):
+    """The code of the commit before layout 2's change, unpacked in a folder."""
+    git = require_tool("git", "the upgrade test checks out an earlier commit")
+    added = subprocess.run([git, "log", "-1", "--format=%H", "--diff-filter=A", "--", LAYOUT_2_BEGAN_WITH],
+                           cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    if not added:
+        pytest.fail(f"{LAYOUT_2_BEGAN_WITH} is not committed: the previous release is the commit before it")
+    folder = tmp_path / "previous"
+    folder.mkdir()
+    archive = subprocess.run([git, "archive", f"{added}^", "lab_assets"], cwd=REPO, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_changed(lab, tmp_path):
+    previous = _previous_release(tmp_path)
+    old = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--json",
+                          "--workers", "1"], cwd=lab, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(previous)})
+    assert old.returncode == 0, old.stderr
+    assert json.loads(old.stdout)["materialized"]["cells"] == 4
+    assert not (lab / ".lab" / "layout.json").exists()  # the previous release recorded none
+    shutil.rmtree(previous)
+
+    plan = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert all(d["status"] == "fresh" for d in planned["datasets"].values())  # datasets' code is unchanged
+    assert all(c["status"] == "stale" for c in planned["cells"]), planned["cells"]
+
+    run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
+    assert run.returncode == 0, run.stderr
+    assert f"layout {layout.VERSION}: {layout.CHANGES[layout.VERSION]}" in run.stderr  # said before running
+    done = json.loads(run.stdout)["materialized"]
+    assert done.get("datasets", 0) == 0 and done["cells"] == 4  # what the release changed, nothing else
+    assert json.loads((lab / ".lab" / "layout.json").read_text()) == {"version": layout.VERSION}
+
+    again = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
+    assert again.returncode == 0 and "earlier release" not in again.stderr
+    assert not any(json.loads(again.stdout)["materialized"].values())
