@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO))
 
 
 def lab(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=cwd, env=env,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if out.returncode:
         raise SystemExit(f"lab {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
     return out
@@ -104,13 +105,19 @@ def main() -> None:
     finally:
         lab("cluster", "down", "--dir", str(folder), cwd=base, env=clean)
 
-    print(f"sweep `{target.name}`, {embedded['cells']} cells; load at start {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}; "
-          f"`lab cluster up` {up_seconds:.1f} s\n")
+    print(
+        f"sweep `{target.name}`, {embedded['cells']} cells; load at start {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}; "
+        f"`lab cluster up` {up_seconds:.1f} s\n"
+    )
     print("| path | wall (s) | per-cell overhead, median (s) | + launch, median (s) | cell runs at once (max) |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| embedded default (`lab sweep run`, 2 workers) | {embedded_wall:.1f} | {embedded['overhead']:.2f} | - | {embedded['overlap']} |")
-    print(f"| one-machine cluster (`--submit`, a process per run) | {cluster_wall:.1f} | {on_cluster['overhead']:.2f} | "
-          f"{on_cluster['launch']:.2f} | {on_cluster['overlap']} |")
+    print(
+        f"| embedded default (`lab sweep run`, 2 workers) | {embedded_wall:.1f} | {embedded['overhead']:.2f} | - | {embedded['overlap']} |"
+    )
+    print(
+        f"| one-machine cluster (`--submit`, a process per run) | {cluster_wall:.1f} | {on_cluster['overhead']:.2f} | "
+        f"{on_cluster['launch']:.2f} | {on_cluster['overlap']} |"
+    )
 
 
 if __name__ == "__main__":

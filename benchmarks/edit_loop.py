@@ -106,8 +106,13 @@ def edit_file(path: Path) -> None:
 
 def one_pass(samples: int, service: bool) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="lab-edit-loop-"))
-    env = {**os.environ, "PYTHONPATH": str(folder), "LAB_PROJECT_DIR": str(folder), "LAB_HOME": str(folder / ".lab"),
-           "LAB_SERVICE": "1" if service else "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(folder),
+        "LAB_PROJECT_DIR": str(folder),
+        "LAB_HOME": str(folder / ".lab"),
+        "LAB_SERVICE": "1" if service else "0",
+    }
     for var in ("DAGSTER_HOME", "LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
         env.pop(var, None)
     try:
@@ -132,8 +137,11 @@ def one_pass(samples: int, service: bool) -> dict:
                 edit()
             mark = time.time()
             seconds, _ = lab(folder, env, *run)
-            steps[name] = {"seconds": round(seconds, 2), **metrics_columns(folder, env, mark),
-                           "other_sweep_stale_cells": stale_cells(folder, env, "other")}
+            steps[name] = {
+                "seconds": round(seconds, 2),
+                **metrics_columns(folder, env, mark),
+                "other_sweep_stale_cells": stale_cells(folder, env, "other"),
+            }
 
         timed("first run")
         steps["no-op"] = {"seconds": round(lab(folder, env, *run)[0], 2)}
@@ -142,13 +150,24 @@ def one_pass(samples: int, service: bool) -> dict:
         timed("add a metric (lid)", lambda: heavy.write_text(text + LID))
         timed("edit its code (metrics/lid.py)", lambda: edit_file(folder / "lab_assets" / "dr" / "metrics" / "lid.py"))
         timed("remove it", lambda: heavy.write_text(text))
-        timed("edit a method's parameter (umap n_neighbors)", lambda: heavy.write_text(text.replace("n_neighbors: 15", "n_neighbors: 20")))
-        timed("edit a method's code (methods/tsne.py)", lambda: edit_file(folder / "lab_assets" / "dr" / "methods" / "tsne.py"))
-        timed("edit the shared kNN code (metrics/neighbors.py)", lambda: edit_file(folder / "lab_assets" / "dr" / "metrics" / "neighbors.py"))
+        timed(
+            "edit a method's parameter (umap n_neighbors)",
+            lambda: heavy.write_text(text.replace("n_neighbors: 15", "n_neighbors: 20")),
+        )
+        timed(
+            "edit a method's code (methods/tsne.py)",
+            lambda: edit_file(folder / "lab_assets" / "dr" / "methods" / "tsne.py"),
+        )
+        timed(
+            "edit the shared kNN code (metrics/neighbors.py)",
+            lambda: edit_file(folder / "lab_assets" / "dr" / "metrics" / "neighbors.py"),
+        )
         return steps
     finally:
         if service:
-            subprocess.run([PY, "-m", "lab_assets.cli.main", "service", "stop"], cwd=folder, env=env, capture_output=True)
+            subprocess.run(
+                [PY, "-m", "lab_assets.cli.main", "service", "stop"], cwd=folder, env=env, capture_output=True
+            )
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -165,11 +184,24 @@ def main() -> None:
         first = statistics.median(p["first run"]["seconds"] for p in passes)
         out[name] = {**passes[0][name], "seconds": seconds, "ratio_to_first_run": round(seconds / first, 3)}
         row = out[name]
-        print(f"{name:<50} {seconds:7.2f} s  {row['ratio_to_first_run']:.3f}x  embeddings {row.get('embeddings', '-')}  "
-              f"columns computed {row.get('computed', '-')} carried {row.get('carried', '-')}  "
-              f"other sweep stale {row.get('other_sweep_stale_cells', '-')}", file=sys.stderr)
-    print(json.dumps({"samples": args.samples, "repeats": args.repeats, "service": args.service, "cpus": os.cpu_count(),
-                      "steps": out}, indent=2))
+        print(
+            f"{name:<50} {seconds:7.2f} s  {row['ratio_to_first_run']:.3f}x  embeddings {row.get('embeddings', '-')}  "
+            f"columns computed {row.get('computed', '-')} carried {row.get('carried', '-')}  "
+            f"other sweep stale {row.get('other_sweep_stale_cells', '-')}",
+            file=sys.stderr,
+        )
+    print(
+        json.dumps(
+            {
+                "samples": args.samples,
+                "repeats": args.repeats,
+                "service": args.service,
+                "cpus": os.cpu_count(),
+                "steps": out,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

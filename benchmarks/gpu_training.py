@@ -43,12 +43,15 @@ def main() -> None:
     detected = backends.detect()
     if detected.device != "cuda":
         raise SystemExit(f"needs a CUDA device; detected {detected.describe()}")
-    config = TrainConfig(depth=8, width=768, heads=12, seq_len=512, batch=32, steps=args.steps,
-                         checkpoint_every=10_000, eval_tokens=8192)
+    config = TrainConfig(
+        depth=8, width=768, heads=12, seq_len=512, batch=32, steps=args.steps, checkpoint_every=10_000, eval_tokens=8192
+    )
     train_tokens, val_tokens = tokens(4_000_000, 0), tokens(64_000, 1)
     print(f"device: {detected.device_name}, torch {torch.__version__}, peak bf16 {detected.peak_flops:.3g} FLOP/s")
-    print(f"model: depth {config.depth}, width {config.width}, seq {config.seq_len}, batch {config.batch}, "
-          f"{args.steps} steps x {args.repeats} repeats (median)")
+    print(
+        f"model: depth {config.depth}, width {config.width}, seq {config.seq_len}, batch {config.batch}, "
+        f"{args.steps} steps x {args.repeats} repeats (median)"
+    )
     results = {}
     for name, b in modes(detected).items():
         runs = []
@@ -68,11 +71,22 @@ def main() -> None:
     print(f"{'mode':<15}{'tokens/s':>12}{'MFU':>8}{'peak GB':>9}{'val bpb':>9}{'vs fp32':>9}")
     for name, r in results.items():
         r["speedup_vs_fp32_eager"] = r["tokens_per_second"] / base
-        print(f"{name:<15}{r['tokens_per_second']:>12,.0f}{r['mfu']:>8.1%}{r['peak_memory_gb']:>9.2f}"
-              f"{r['val_bpb']:>9.3f}{r['speedup_vs_fp32_eager']:>8.2f}x")
+        print(
+            f"{name:<15}{r['tokens_per_second']:>12,.0f}{r['mfu']:>8.1%}{r['peak_memory_gb']:>9.2f}"
+            f"{r['val_bpb']:>9.3f}{r['speedup_vs_fp32_eager']:>8.2f}x"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"device": detected.device_name, "torch": torch.__version__,
-                                         "config": config.model_dump(), "results": results}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "device": detected.device_name,
+                    "torch": torch.__version__,
+                    "config": config.model_dump(),
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,10 @@ def main() -> None:
     out: dict = {"home_cells": args.home_cells, "probe_cells": PROBE}
     samples = iter(range(61, 1000))
     per_cell: dict[str, list[float]] = {f"{code}_{home}": [] for code in codes for home in ("large", "empty")}
-    with project(sweep_text(args.home_cells), "scaling") as (large, large_env, large_file), \
-            project(probe_text(next(samples)), "probe") as (empty, empty_env, _):
+    with (
+        project(sweep_text(args.home_cells), "scaling") as (large, large_env, large_file),
+        project(probe_text(next(samples)), "probe") as (empty, empty_env, _),
+    ):
         start = time.perf_counter()
         measure.run([*LAB, "sweep", "run", large_file, "--quiet"], with_code(large_env, ROOT), large, timeout=7200)
         out["home_build_s"] = round(time.perf_counter() - start, 1)
@@ -53,7 +55,9 @@ def main() -> None:
             for code, root in codes.items():
                 for home, folder, env in (("large", large, large_env), ("empty", empty, empty_env)):
                     (folder / "sweeps" / "probe.yaml").write_text(probe_text(next(samples)))
-                    run = measure.run([*LAB, "sweep", "run", "sweeps/probe.yaml", "--quiet"], with_code(env, root), folder)
+                    run = measure.run(
+                        [*LAB, "sweep", "run", "sweeps/probe.yaml", "--quiet"], with_code(env, root), folder
+                    )
                     per_cell[f"{code}_{home}"].append(run.seconds / PROBE)
     out["per_cell_s"] = {k: [round(v, 3) for v in vs] for k, vs in per_cell.items()}
     med = {k: statistics.median(vs) for k, vs in per_cell.items()}

@@ -36,8 +36,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     repeats = parser.parse_args().repeats
     with run_all.project(run_all.SCALING_SWEEP, "scaling") as (folder, env, file):
-        subprocess.run([*run_all.LAB, "sweep", "run", file, "--quiet"], env=env, cwd=folder, check=True, timeout=3600,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*run_all.LAB, "sweep", "run", file, "--quiet"],
+            env=env,
+            cwd=folder,
+            check=True,
+            timeout=3600,
+            stdout=subprocess.DEVNULL,
+        )
         os.environ.update({k: v for k, v in env.items() if k.startswith("LAB_")})
         os.chdir(folder)
         from lab_assets.core.keys import cell_key
@@ -60,16 +66,31 @@ def main() -> None:
         plan._damage = with_check
         files = sum(1 for _ in (folder / ".lab" / "assets").rglob("*.parquet"))
         tags = inflight.command_tags(time.time())
-        looks = [_timed(lambda: [inflight.other_run(instance, "materialize_cells", cell_key(d, m), tags) for d, m in sweep.cells])
-                 for _ in range(repeats)]
+        looks = [
+            _timed(
+                lambda: [
+                    inflight.other_run(instance, "materialize_cells", cell_key(d, m), tags) for d, m in sweep.cells
+                ]
+            )
+            for _ in range(repeats)
+        ]
     med = run_all.median
-    print(json.dumps({
-        "cells": 1000, "files": files, "machine": run_all.machine(),
-        "plan_without_check_s": baseline, "plan_with_size_check_s": sizes, "hash_check_s": hashes,
-        "ratio_plan_with_over_without": med(sizes) / med(baseline),
-        "size_check_s": med(sizes) - med(baseline),
-        "inflight_look_per_run_ms": 1000 * med(looks) / len(sweep.cells),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "cells": 1000,
+                "files": files,
+                "machine": run_all.machine(),
+                "plan_without_check_s": baseline,
+                "plan_with_size_check_s": sizes,
+                "hash_check_s": hashes,
+                "ratio_plan_with_over_without": med(sizes) / med(baseline),
+                "size_check_s": med(sizes) - med(baseline),
+                "inflight_look_per_run_ms": 1000 * med(looks) / len(sweep.cells),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -75,21 +75,31 @@ def main(sizes: list[int]) -> None:
     import numba
     import sklearn
 
-    print(f"machine: {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores; "
-          f"numpy {np.__version__}, scikit-learn {sklearn.__version__}, numba {numba.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores; "
+        f"numpy {np.__version__}, scikit-learn {sklearn.__version__}, numba {numba.__version__}"
+    )
     print("| n | what | seconds (median) | peak RSS GiB | ratio vs sklearn (same run) |")
     print("|---|---|---|---|---|")
     for n in sizes:
         repeats = 3 if n <= 20_000 else 1
         ours = median_of("all", n, repeats)
-        print(f"| {n:,} | all 4 kNN metrics x k={list(KS)} | {ours['seconds']:.1f} | {ours['peak_gib']:.2f} | |", flush=True)
+        print(
+            f"| {n:,} | all 4 kNN metrics x k={list(KS)} | {ours['seconds']:.1f} | {ours['peak_gib']:.2f} | |",
+            flush=True,
+        )
         if n <= 20_000:  # sklearn's trustworthiness builds n x n matrices: minutes and GiBs beyond
             trust = median_of("trustworthiness", n, repeats)
             base = median_of("sklearn", n, repeats)
             diff = max(abs(a - b) for a, b in zip(trust["values"], base["values"]))
-            print(f"| {n:,} | trustworthiness x 3 k (ours) | {trust['seconds']:.1f} | {trust['peak_gib']:.2f} | "
-                  f"{base['seconds'] / trust['seconds']:.1f}x faster (max |diff| {diff:.1e}) |")
-            print(f"| {n:,} | sklearn.manifold.trustworthiness x 3 k | {base['seconds']:.1f} | {base['peak_gib']:.2f} | 1.0 |", flush=True)
+            print(
+                f"| {n:,} | trustworthiness x 3 k (ours) | {trust['seconds']:.1f} | {trust['peak_gib']:.2f} | "
+                f"{base['seconds'] / trust['seconds']:.1f}x faster (max |diff| {diff:.1e}) |"
+            )
+            print(
+                f"| {n:,} | sklearn.manifold.trustworthiness x 3 k | {base['seconds']:.1f} | {base['peak_gib']:.2f} | 1.0 |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

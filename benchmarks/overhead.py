@@ -19,10 +19,10 @@ def compute_seconds(instance, asset: str) -> dict[str, float]:
 
 def main(path: str) -> dict:
     from lab_assets.defs.jobs import CELLS
+    from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.run import MATERIALIZED
     from lab_assets.runner.sweeps import run_sweep
     from lab_assets.runtime.instance import get_instance
-    from lab_assets.dr.sweep import load_sweep
 
     result = run_sweep(load_sweep(path), workers=1)
     assert not result.failed, result.failed

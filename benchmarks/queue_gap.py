@@ -33,7 +33,9 @@ COORDINATORS = {
 
 def _with_coordinator(folder: Path, block: str) -> None:
     path = folder / "dagster.yaml"
-    text = re.sub(r"run_coordinator:\n(  .*\n|    .*\n|\s*#.*\n)*", "run_coordinator:\n  " + block + "\n", path.read_text())
+    text = re.sub(
+        r"run_coordinator:\n(  .*\n|    .*\n|\s*#.*\n)*", "run_coordinator:\n  " + block + "\n", path.read_text()
+    )
     assert block in text, "dagster.yaml has no run_coordinator block to replace"
     path.write_text(text)
 
@@ -64,8 +66,13 @@ def measure(name: str, block: str) -> dict:
             run_all.register(folder, env, file)
             seconds = ui_backfill.backfill(port, load_sweep(folder / file))
         gaps = _gaps(folder / ".lab" / "dagster")
-    return {"coordinator": name, "backfill_s": round(seconds, 1), "runs_gaps": len(gaps),
-            "median_gap_s": round(statistics.median(gaps), 3), "mean_gap_s": round(statistics.mean(gaps), 3)}
+    return {
+        "coordinator": name,
+        "backfill_s": round(seconds, 1),
+        "runs_gaps": len(gaps),
+        "median_gap_s": round(statistics.median(gaps), 3),
+        "mean_gap_s": round(statistics.mean(gaps), 3),
+    }
 
 
 def main() -> None:

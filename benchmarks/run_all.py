@@ -26,7 +26,6 @@ import platform
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -95,7 +94,9 @@ def part_sweep(sweep_path: str, repeats: int) -> dict:
     text = (ROOT / sweep_path).read_text()
     name = Path(sweep_path).stem
     out: dict = {"sweep": sweep_path}
-    out["plain_loop_s"] = measure.run([PY, "benchmarks/plain_loop.py", sweep_path], os.environ.copy(), ROOT, timeout=3600).seconds
+    out["plain_loop_s"] = measure.run(
+        [PY, "benchmarks/plain_loop.py", sweep_path], os.environ.copy(), ROOT, timeout=3600
+    ).seconds
     with project(text, name) as (folder, env, file):
         run = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=3600)
         out["lab_sweep_run_s"], out["lab_sweep_run_peak_gib"] = run.seconds, run.peak_rss_gib
@@ -116,8 +117,14 @@ def part_overhead(repeats: int) -> dict:
     runs = []
     for _ in range(repeats):
         with project(OVERHEAD_SWEEP, "overhead") as (folder, env, file):
-            runs.append(json.loads(measure.run([PY, str(ROOT / "benchmarks" / "overhead.py"), file], env, folder).stdout))
-    return {"cells": runs[0]["cells"], "runs": runs, "median_overhead_s": median([r["median_overhead_s"] for r in runs])}
+            runs.append(
+                json.loads(measure.run([PY, str(ROOT / "benchmarks" / "overhead.py"), file], env, folder).stdout)
+            )
+    return {
+        "cells": runs[0]["cells"],
+        "runs": runs,
+        "median_overhead_s": median([r["median_overhead_s"] for r in runs]),
+    }
 
 
 def part_startup(repeats: int) -> dict:
@@ -148,8 +155,24 @@ def versions() -> str:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), platform.processor())
-    mem = int(next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))) / 2**20
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem = (
+        int(
+            next(
+                line.split()[1]
+                for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")
+            )
+        )
+        / 2**20
+    )
     return f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM"
 
 
@@ -163,39 +186,62 @@ def _when(part: dict) -> str:
 
 def markdown(r: dict) -> str:
     """The generated section: numbers, then each target as met or missed."""
-    lines = [f"Machine: {r['machine']}; {r['versions']}. Each part: its date, the load average "
-             "when it started, and what else ran.", ""]
+    lines = [
+        f"Machine: {r['machine']}; {r['versions']}. Each part: its date, the load average "
+        "when it started, and what else ran.",
+        "",
+    ]
     targets = []
     if s := r.get("sweep"):
-        lines += [f"**sweep** (`{s['sweep']}`, one run each, same session) {_when(s)}", "",
-                  "| path | wall (s) | ratio |", "|---|---:|---:|",
-                  f"| (a) plain loop, 1 process, 1 thread | {s['plain_loop_s']:.1f} | 1 |",
-                  f"| (b) `lab sweep run` (embedded, {os.cpu_count()} workers) | {s['lab_sweep_run_s']:.1f} | (b)/(a) = {s['ratio_lab_over_plain']:.2f} |",
-                  f"| (c) `launchPartitionBackfill` via `lab ui` (webserver + daemon) | {s['ui_backfill_s']:.1f} (+ {s['ui_register_s']:.1f} registering) | (c)/(b) = {s['ratio_ui_over_lab']:.2f} |",
-                  "", f"Peak memory of `lab sweep run` (process tree): {s['lab_sweep_run_peak_gib']:.2f} GiB. "
-                  f"No-op re-run: median {median(s['noop_runs_s']):.2f} s {_fmt(s['noop_runs_s'])}.", ""]
-        targets += [("(b)/(a) ≤ 0.65", s["ratio_lab_over_plain"], 0.65, "{:.3f}"),
-                    ("(c)/(b) ≤ 1.3", s["ratio_ui_over_lab"], 1.3, "{:.2f}"),
-                    ("no-op re-run ≤ 3 s", median(s["noop_runs_s"]), 3.0, "{:.2f} s"),
-                    ("peak memory ≤ 2 GiB", s["lab_sweep_run_peak_gib"], 2.0, "{:.2f} GiB")]
+        lines += [
+            f"**sweep** (`{s['sweep']}`, one run each, same session) {_when(s)}",
+            "",
+            "| path | wall (s) | ratio |",
+            "|---|---:|---:|",
+            f"| (a) plain loop, 1 process, 1 thread | {s['plain_loop_s']:.1f} | 1 |",
+            f"| (b) `lab sweep run` (embedded, {os.cpu_count()} workers) | {s['lab_sweep_run_s']:.1f} | (b)/(a) = {s['ratio_lab_over_plain']:.2f} |",
+            f"| (c) `launchPartitionBackfill` via `lab ui` (webserver + daemon) | {s['ui_backfill_s']:.1f} (+ {s['ui_register_s']:.1f} registering) | (c)/(b) = {s['ratio_ui_over_lab']:.2f} |",
+            "",
+            f"Peak memory of `lab sweep run` (process tree): {s['lab_sweep_run_peak_gib']:.2f} GiB. "
+            f"No-op re-run: median {median(s['noop_runs_s']):.2f} s {_fmt(s['noop_runs_s'])}.",
+            "",
+        ]
+        targets += [
+            ("(b)/(a) ≤ 0.65", s["ratio_lab_over_plain"], 0.65, "{:.3f}"),
+            ("(c)/(b) ≤ 1.3", s["ratio_ui_over_lab"], 1.3, "{:.2f}"),
+            ("no-op re-run ≤ 3 s", median(s["noop_runs_s"]), 3.0, "{:.2f} s"),
+            ("peak memory ≤ 2 GiB", s["lab_sweep_run_peak_gib"], 2.0, "{:.2f} GiB"),
+        ]
     if o := r.get("overhead"):
         per = [x["median_overhead_s"] for x in o["runs"]]
-        lines += [f"**overhead** ({o['cells']} cells of `random_projection`, 1 worker) {_when(o)} Platform time per cell "
-                  f"(run wall minus reported compute) median {o['median_overhead_s']:.3f} s, per instance {_fmt(per)}; "
-                  f"compute per cell {median([x['median_compute_s'] for x in o['runs']]):.3f} s.", ""]
+        lines += [
+            f"**overhead** ({o['cells']} cells of `random_projection`, 1 worker) {_when(o)} Platform time per cell "
+            f"(run wall minus reported compute) median {o['median_overhead_s']:.3f} s, per instance {_fmt(per)}; "
+            f"compute per cell {median([x['median_compute_s'] for x in o['runs']]):.3f} s.",
+            "",
+        ]
         targets.append(("overhead ≤ 0.1 s per cell", o["median_overhead_s"], 0.1, "{:.3f} s"))
     if st := r.get("startup"):
-        lines += [f"**startup** {_when(st)} `lab --help` median {median(st['lab_help_s']):.2f} s {_fmt(st['lab_help_s'])}; "
-                  f"`import lab_assets.defs.definitions` median {median(st['import_definitions_s']):.2f} s {_fmt(st['import_definitions_s'])}.", ""]
+        lines += [
+            f"**startup** {_when(st)} `lab --help` median {median(st['lab_help_s']):.2f} s {_fmt(st['lab_help_s'])}; "
+            f"`import lab_assets.defs.definitions` median {median(st['import_definitions_s']):.2f} s {_fmt(st['import_definitions_s'])}.",
+            "",
+        ]
         targets.append(("`lab --help` ≤ 0.5 s", median(st["lab_help_s"]), 0.5, "{:.2f} s"))
     if sc := r.get("scaling"):
-        lines += [f"**scaling** ({sc['cells']} cells, `random_projection` on 100 points) {_when(sc)} Plan {sc['plan_before_s']:.1f} s "
-                  f"before, {sc['plan_after_s']:.1f} s after; run {sc['run_s']:.1f} s ({sc['run_s'] / sc['cells']:.2f} s per cell, "
-                  f"peak {sc['run_peak_gib']:.2f} GiB); no-op re-run {sc['noop_s']:.1f} s; UI partition view query "
-                  f"{_fmt(sc['ui_partition_view_s'])} s, {sc['ui_partitions_materialized']} partitions shown materialized.", ""]
+        lines += [
+            f"**scaling** ({sc['cells']} cells, `random_projection` on 100 points) {_when(sc)} Plan {sc['plan_before_s']:.1f} s "
+            f"before, {sc['plan_after_s']:.1f} s after; run {sc['run_s']:.1f} s ({sc['run_s'] / sc['cells']:.2f} s per cell, "
+            f"peak {sc['run_peak_gib']:.2f} GiB); no-op re-run {sc['noop_s']:.1f} s; UI partition view query "
+            f"{_fmt(sc['ui_partition_view_s'])} s, {sc['ui_partitions_materialized']} partitions shown materialized.",
+            "",
+        ]
     if targets:
         lines += ["| target | measured | |", "|---|---:|---|"]
-        lines += [f"| {name} | {fmt.format(value)} | {'met' if value <= limit else '**missed**'} |" for name, value, limit, fmt in targets]
+        lines += [
+            f"| {name} | {fmt.format(value)} | {'met' if value <= limit else '**missed**'} |"
+            for name, value, limit, fmt in targets
+        ]
     return "\n".join(lines)
 
 

@@ -104,16 +104,24 @@ print(json.dumps(out))
 
 def sweep_text(cells: int) -> str:
     seeds = cells // 4
-    return ("name: run_cost\ndata:\n  swissroll: {n_samples: 60, noise: 0.05}\n"
-            f"seeds: {list(range(seeds))}\nmethods:\n  isomap: {{n_neighbors: [5, 6, 7, 8]}}\n"
-            "metrics:\n  trustworthiness: {k: [5]}\n")
+    return (
+        "name: run_cost\ndata:\n  swissroll: {n_samples: 60, noise: 0.05}\n"
+        f"seeds: {list(range(seeds))}\nmethods:\n  isomap: {{n_neighbors: [5, 6, 7, 8]}}\n"
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
 
 
 def measure(code: Path, cells: int) -> dict:
     """One process, from an empty project, running `cells` new cells' runs one by one."""
     with project(sweep_text(cells), "run_cost") as (folder, env, file):
-        done = subprocess.run([PY, "-c", CHILD, file, str(WARM_UP)], env={**env, "PYTHONPATH": str(code), "LAB_SERVICE": "0"},
-                              cwd=folder, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(
+            [PY, "-c", CHILD, file, str(WARM_UP)],
+            env={**env, "PYTHONPATH": str(code), "LAB_SERVICE": "0"},
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if done.returncode != 0:
             raise SystemExit(f"{code}: exit {done.returncode}\n{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])

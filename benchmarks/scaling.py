@@ -36,10 +36,12 @@ SHAPES = {12: (4, 3, 1), 100: (10, 10, 1), 1000: (100, 10, 1), 2000: (100, 10, 2
 
 def sweep_text(cells: int) -> str:
     seeds, neighbors, components = SHAPES[cells]
-    return (f"name: scaling\ndata:\n  swissroll: {{n_samples: 60, noise: 0.05}}\nseeds: {list(range(seeds))}\n"
-            f"methods:\n  isomap: {{n_neighbors: {list(range(5, 5 + neighbors))}, "
-            f"n_components: {list(range(1, components + 1))}}}\n"
-            "metrics:\n  trustworthiness: {k: [5]}\n")
+    return (
+        f"name: scaling\ndata:\n  swissroll: {{n_samples: 60, noise: 0.05}}\nseeds: {list(range(seeds))}\n"
+        f"methods:\n  isomap: {{n_neighbors: {list(range(5, 5 + neighbors))}, "
+        f"n_components: {list(range(1, components + 1))}}}\n"
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
 
 
 def with_code(env: dict, root: Path) -> dict:
@@ -49,7 +51,9 @@ def with_code(env: dict, root: Path) -> dict:
 def baseline_run(cells: int, baseline: Path) -> float:
     """The same sweep run by another checkout's code, from an empty project (seconds)."""
     with project(sweep_text(cells), "scaling") as (folder, env, file):
-        return measure.run([*LAB, "sweep", "run", file, "--quiet"], with_code(env, baseline), folder, timeout=7200).seconds
+        return measure.run(
+            [*LAB, "sweep", "run", file, "--quiet"], with_code(env, baseline), folder, timeout=7200
+        ).seconds
 
 
 def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> dict:
@@ -85,8 +89,12 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> 
         out["noop_saved_s"] = [m.seconds for m in saved]
         if base:
             out["noop_baseline_s"] = [m.seconds for m in base]
-            out["ratio_full_over_baseline"] = statistics.median(out["noop_full_s"]) / statistics.median(out["noop_baseline_s"])
-            out["ratio_saved_over_baseline"] = statistics.median(out["noop_saved_s"]) / statistics.median(out["noop_baseline_s"])
+            out["ratio_full_over_baseline"] = statistics.median(out["noop_full_s"]) / statistics.median(
+                out["noop_baseline_s"]
+            )
+            out["ratio_saved_over_baseline"] = statistics.median(out["noop_saved_s"]) / statistics.median(
+                out["noop_baseline_s"]
+            )
     return out
 
 

@@ -76,8 +76,9 @@ def cell_compute(home: Path, since: float) -> float:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for asset in ("embedding", "metrics"):
             records = instance.fetch_materializations(dg.AssetKey(asset), limit=10_000).records
-            total += sum(float(r.asset_materialization.metadata["wall_seconds"].value) for r in records
-                         if r.timestamp > since)
+            total += sum(
+                float(r.asset_materialization.metadata["wall_seconds"].value) for r in records if r.timestamp > since
+            )
     return total
 
 
@@ -107,8 +108,12 @@ def _cold_then_warm(folder: Path, env: dict, file: str, home: Path, workers: int
     started = time.time()
     warm = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder, timeout=1800)
     compute = cell_compute(home, started)
-    out.update(warm_wall_s=warm.seconds, warm_new_cells_compute_s=compute,
-               warm_fixed_s=warm.seconds - compute / workers, warm_report_s=report_seconds(home, started))
+    out.update(
+        warm_wall_s=warm.seconds,
+        warm_new_cells_compute_s=compute,
+        warm_fixed_s=warm.seconds - compute / workers,
+        warm_report_s=report_seconds(home, started),
+    )
     return out
 
 
@@ -117,8 +122,11 @@ def report_seconds(home: Path, since: float) -> float:
     import dagster as dg
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        return sum(r.end_time - r.start_time for r in instance.get_run_records()
-                   if r.start_time > since and r.dagster_run.job_name == "materialize_report")
+        return sum(
+            r.end_time - r.start_time
+            for r in instance.get_run_records()
+            if r.start_time > since and r.dagster_run.job_name == "materialize_report"
+        )
 
 
 def main() -> None:
@@ -128,10 +136,19 @@ def main() -> None:
     p.add_argument("--service-only", action="store_true")
     args = p.parse_args()
     workers = len(os.sched_getaffinity(0))  # what `lab sweep run` uses by default
-    out: dict = {"load_before": os.getloadavg()[0], "plain_s": [], "lab": [], "service_start": [], "service_running": [], "baseline": []}
+    out: dict = {
+        "load_before": os.getloadavg()[0],
+        "plain_s": [],
+        "lab": [],
+        "service_start": [],
+        "service_running": [],
+        "baseline": [],
+    }
     with project(SWEEP, "small") as (folder, env, file):
         for _ in range(args.repeats):
-            plain = measure.run([PY, str(ROOT / "benchmarks" / "plain_loop.py"), file], {**env, "PYTHONPATH": str(ROOT)}, folder)
+            plain = measure.run(
+                [PY, str(ROOT / "benchmarks" / "plain_loop.py"), file], {**env, "PYTHONPATH": str(ROOT)}, folder
+            )
             out["plain_s"].append(plain.seconds)
             if not args.service_only:
                 out["lab"].append(lab_run(ROOT, workers))

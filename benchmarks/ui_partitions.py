@@ -46,8 +46,15 @@ from run_all import PY, project  # noqa: E402
 # cells = seeds (data keys) x random_projection's n_components (method keys).
 SHAPES = {100: (10, 10), 1000: (100, 10), 10000: (100, 100)}
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # True (with performance.now()) once the partitions view shows the materialized count and the
 # first row of the partition list; polled every animation frame.
 RENDERED = """([total, first]) => {
@@ -66,9 +73,11 @@ HEALTH = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path})
 
 def sweep_text(cells: int) -> str:
     seeds, components = SHAPES[cells]
-    return (f"name: uibench\ndata:\n  swissroll: {{n_samples: 60, noise: 0.05}}\nseeds: {list(range(seeds))}\n"
-            f"methods:\n  random_projection: {{n_components: {list(range(1, components + 1))}}}\n"
-            "metrics:\n  trustworthiness: {k: [5]}\n")
+    return (
+        f"name: uibench\ndata:\n  swissroll: {{n_samples: 60, noise: 0.05}}\nseeds: {list(range(seeds))}\n"
+        f"methods:\n  random_projection: {{n_components: {list(range(1, components + 1))}}}\n"
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
 
 
 def setup(sweep_file: str) -> None:
@@ -91,10 +100,18 @@ def setup(sweep_file: str) -> None:
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="embedding", partition=cell))
     done = time.perf_counter()
     register(instance, sweep)  # again, nothing changed: what every later `lab sweep run` pays
-    print(json.dumps({"register_s": registered - start, "reregister_s": time.perf_counter() - done,
-                      "materialize_s": done - registered,
-                      "materialize_per_cell_ms": 1000 * (done - registered) / len(cells),
-                      "first_key": cells[0], "partitions": len(instance.get_dynamic_partitions("cell"))}))
+    print(
+        json.dumps(
+            {
+                "register_s": registered - start,
+                "reregister_s": time.perf_counter() - done,
+                "materialize_s": done - registered,
+                "materialize_per_cell_ms": 1000 * (done - registered) / len(cells),
+                "first_key": cells[0],
+                "partitions": len(instance.get_dynamic_partitions("cell")),
+            }
+        )
+    )
 
 
 def graphql_timings(page) -> list[dict]:
@@ -105,8 +122,15 @@ def graphql_timings(page) -> list[dict]:
         .filter(e => e.name.includes('/graphql'))
         .map(e => ({name: e.name, start: e.startTime, duration: e.duration, bytes: e.transferSize}))"""):
         op = entry["name"].split("op=", 1)[1].split("&")[0] if "op=" in entry["name"] else "?"
-        out.append({"op": op, "start_ms": round(entry["start"]), "end_ms": round(entry["start"] + entry["duration"]),
-                    "ms": round(entry["duration"]), "bytes": entry["bytes"]})
+        out.append(
+            {
+                "op": op,
+                "start_ms": round(entry["start"]),
+                "end_ms": round(entry["start"] + entry["duration"]),
+                "ms": round(entry["duration"]),
+                "bytes": entry["bytes"],
+            }
+        )
     return out
 
 
@@ -127,9 +151,8 @@ def median_load(loads: list[dict]) -> dict:
 
 
 def measure_size(cells: int, repeats: int, shots: Path | None) -> dict:
-    from playwright.sync_api import sync_playwright
-
     import ui_backfill
+    from playwright.sync_api import sync_playwright
 
     out: dict = {"cells": cells, "load_before": [round(x, 2) for x in os.getloadavg()]}
     with project(sweep_text(cells), "uibench") as (folder, env, file):
@@ -174,8 +197,11 @@ def measure_size(cells: int, repeats: int, shots: Path | None) -> dict:
     out["median_s"] = statistics.median(out["reload_s"])
     out["fresh_profile_s"] = [x["render_s"] for x in fresh]
     out["fresh_median_s"] = statistics.median(out["fresh_profile_s"])
-    out["health_answer_s"] = {"first": first["health_end_s"], "reload": [x["health_end_s"] for x in reloads],
-                              "fresh": [x["health_end_s"] for x in fresh]}
+    out["health_answer_s"] = {
+        "first": first["health_end_s"],
+        "reload": [x["health_end_s"] for x in reloads],
+        "fresh": [x["health_end_s"] for x in fresh],
+    }
     out["median_reload_graphql"] = sorted(median_load(reloads)["graphql"], key=lambda g: -g["ms"])
     out["median_fresh_graphql"] = sorted(median_load(fresh)["graphql"], key=lambda g: -g["ms"])[:6]
     out["first_load_graphql"] = sorted(first["graphql"], key=lambda g: -g["ms"])[:6]

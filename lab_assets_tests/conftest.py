@@ -96,11 +96,24 @@ metrics:
 # Test files that need at most one core and start no `lab` process (single-threaded computations
 # in the test's own process, kubectl), or mostly wait (test_cluster.py: on Postgres, a cluster's
 # processes, polls and outages).
-BESIDE = {f"lab_assets_tests/{name}.py" for name in (
-    "test_cluster", "test_keys", "test_knn_metrics", "test_structure_metrics", "test_methods",
-    "test_methods_against_references", "test_datasets", "test_cron", "test_sweep", "test_k8s",
-    "test_training_model", "test_figures", "test_random_projection",
-)}
+BESIDE = {
+    f"lab_assets_tests/{name}.py"
+    for name in (
+        "test_cluster",
+        "test_keys",
+        "test_knn_metrics",
+        "test_structure_metrics",
+        "test_methods",
+        "test_methods_against_references",
+        "test_datasets",
+        "test_cron",
+        "test_sweep",
+        "test_k8s",
+        "test_training_model",
+        "test_figures",
+        "test_random_projection",
+    )
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own scheduler
@@ -226,9 +239,14 @@ def lab_ui(lab):
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "ui", "--port", str(port)],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=lab,
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
+
         def up():
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2) as r:
@@ -259,10 +277,16 @@ def s3(lab, monkeypatch):
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     endpoint = f"http://127.0.0.1:{port}"
-    for var, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for var, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(var, value)
     client = boto3.client("s3", endpoint_url=endpoint)
     deadline = time.time() + 30

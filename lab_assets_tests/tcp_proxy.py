@@ -71,12 +71,12 @@ class TcpProxy:
                             self._cut.set()
                         if first:
                             start = max(0, found - len(tail))
-                            dst.sendall(data[:self._torn_end(data, start)])
+                            dst.sendall(data[: self._torn_end(data, start)])
                             self.tripped_request = data[start:].split(b"\r\n", 1)[0]
                             self.tripped.set()
                         self.cut()
                         return
-                    tail = data[-len(self.trip):]
+                    tail = data[-len(self.trip) :]
                 dst.sendall(data)
         except OSError:
             pass

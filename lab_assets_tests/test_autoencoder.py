@@ -1,23 +1,23 @@
 """The autoencoder method, its `model` asset (weights, checkpoints, resume) and reconstruction_error."""
 
+import dagster as dg
 import numpy as np
 import pytest
 import torch
 from sklearn.decomposition import PCA
 
-import dagster as dg
 from lab_assets.core import checkpoints, keys, storage
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.runner.sweeps import run_sweep
-from lab_assets.defs.jobs import CELLS, job_name
+from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.core.keys import cell_key
-from lab_assets.runner.local import definitions
-from lab_assets.runtime.instance import get_instance
+from lab_assets.defs.jobs import CELLS, job_name
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
-from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.local import definitions
+from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import swissroll_points
 
 SMALL = {"epochs": 20, "width": 16, "batch_size": 32, "lr": 5e-3, "checkpoint_every": 4}
@@ -83,7 +83,9 @@ def test_resume_from_checkpoint_equals_an_uninterrupted_run(X, lab):
 
 
 def test_divergence_fails_fast_with_a_clear_message(X):
-    with pytest.raises(TrainingDiverged, match=r"autoencoder: training diverged at epoch \d+: loss (NaN|inf) .*; lower lr"):
+    with pytest.raises(
+        TrainingDiverged, match=r"autoencoder: training diverged at epoch \d+: loss (NaN|inf) .*; lower lr"
+    ):
         make(lr=1e12, epochs=50).fit(X * 1e6)
 
 
@@ -138,7 +140,7 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     assert not result.failed, result.failed
     inst = get_instance()
     models = inst.fetch_materializations(dg.AssetKey("model"), limit=10).records
-    (ae_data, ae_method), = [(d, m) for d, m in sweep.cells if m.startswith("autoencoder")]
+    ((ae_data, ae_method),) = [(d, m) for d, m in sweep.cells if m.startswith("autoencoder")]
     ae_cell = keys.cell_key(ae_data, ae_method)
     assert [r.asset_materialization.partition for r in models] == [ae_cell]
     meta = models[0].asset_materialization.metadata
@@ -146,16 +148,24 @@ def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     # The device the weights were on (`device: auto` on this CPU-only machine), not the request.
     expected = "cuda:0" if torch.cuda.is_available() else "cpu"
     assert meta["device"].value == expected
-    embeddings = {r.asset_materialization.partition: r.asset_materialization.metadata
-                  for r in inst.fetch_materializations(dg.AssetKey("embedding"), limit=10).records}
+    embeddings = {
+        r.asset_materialization.partition: r.asset_materialization.metadata
+        for r in inst.fetch_materializations(dg.AssetKey("embedding"), limit=10).records
+    }
     assert embeddings[ae_cell]["device"].value == expected
     assert {m["device"].value for cell, m in embeddings.items() if cell != ae_cell} == {"cpu"}  # scikit-learn methods
     weights = checkpoints.from_bytes(storage.read_bytes(meta["path"].value))
     assert set(weights) >= {"mean", "scale"}
     # The embedding of a trainable method cannot be materialized without its model.
-    result = definitions().resolve_job_def(job_name(CELLS)).execute_in_process(
-        instance=inst, partition_key=cell_key(ae_data, ae_method),
-        asset_selection=[dg.AssetKey("embedding")], raise_on_error=False,
+    result = (
+        definitions()
+        .resolve_job_def(job_name(CELLS))
+        .execute_in_process(
+            instance=inst,
+            partition_key=cell_key(ae_data, ae_method),
+            asset_selection=[dg.AssetKey("embedding")],
+            raise_on_error=False,
+        )
     )
     errors = [e.step_failure_data.error.cause.message for e in result.all_events if e.is_step_failure]
     assert not result.success and "trains a model; select `model` together with `embedding`" in errors[0]

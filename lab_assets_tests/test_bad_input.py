@@ -1,17 +1,17 @@
 """Issue #3's bad-input list, end to end: each case is a clear, named error or a documented fallback
 that is recorded where the user looks (metadata, a null with its reason), never a wrong number."""
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 
-import dagster as dg
 from lab_assets.core import keys, storage
-from lab_assets.runner.sweeps import run_sweep
-from lab_assets.runtime.instance import get_instance
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runtime.instance import get_instance
 
 
 def latest(asset: str, partition: str):
@@ -48,8 +48,12 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
     meta = latest("metrics", cell)
     # The quadratic metric ran on a seeded sample, and says so.
     assert meta["subsampled"].value == {
-        "persistent_homology@dim=1,n_points=50,space=embedding,summary=total_persistence,threshold=None":
-            {"points": 50, "of": 120, "seed": 0, "stream": "persistent_homology"}
+        "persistent_homology@dim=1,n_points=50,space=embedding,summary=total_persistence,threshold=None": {
+            "points": 50,
+            "of": 120,
+            "seed": 0,
+            "stream": "persistent_homology",
+        }
     }
     reasons = meta["not_applicable"].value
     assert "duplicate points" in reasons["lid@k=5,space=embedding"]
@@ -59,10 +63,16 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
 @pytest.mark.parametrize(
     "case, build, error",
     [
-        ("NaN in data", lambda X, Z: (np.where(np.arange(50)[:, None] == 4, np.nan, X), Z, 5),
-         r"X \(data\) has non-finite values .* first at row 4"),
-        ("inf in embedding", lambda X, Z: (X, np.where(np.arange(50)[:, None] == 2, np.inf, Z), 5),
-         r"Z \(embedding\) has non-finite values"),
+        (
+            "NaN in data",
+            lambda X, Z: (np.where(np.arange(50)[:, None] == 4, np.nan, X), Z, 5),
+            r"X \(data\) has non-finite values .* first at row 4",
+        ),
+        (
+            "inf in embedding",
+            lambda X, Z: (X, np.where(np.arange(50)[:, None] == 2, np.inf, Z), 5),
+            r"Z \(embedding\) has non-finite values",
+        ),
         ("fewer points than k", lambda X, Z: (X, Z, 50), "k=50 needs at least 51 points, the dataset has 50"),
         ("a 1-d array as embedding", lambda X, Z: (X, Z[:, 0], 5), r"Z \(embedding\) must be a 2-D array"),
     ],

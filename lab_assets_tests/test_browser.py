@@ -10,19 +10,26 @@ import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
+import dagster as dg
 import pytest
 
-import dagster as dg
+from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO, lab_ui, require_tool, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 # Flags for a root container with a closed network: no sandbox (root), no background calls
 # to Google's services (they would be refused, many at a time).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -82,7 +89,9 @@ def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, br
     path.write_text(text.replace("pca: {}", "pca: {whiten: [false, true]}"))
     sweep = load_sweep(path)
     other = lab / "sweeps" / "other.yaml"
-    other.write_text(text.replace("name: tiny", "name: other").replace("gaussian_blobs:", "torus: {n_samples: 150}\n  #"))
+    other.write_text(
+        text.replace("name: tiny", "name: other").replace("gaussian_blobs:", "torus: {n_samples: 150}\n  #")
+    )
     register_and_plan(load_sweep(other))
     missing = {c.partition for c in register_and_plan(sweep).pending_cells()}
     assert len(missing) == 2
@@ -148,7 +157,14 @@ def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, br
         page.screenshot(path=str(shots / "cell_scatter.png"))
     # lab_ui stopped `lab ui` and everything it started: nothing listens on the port.
     assert f":{port} " not in subprocess.run(["ss", "-ltn"], capture_output=True, text=True).stdout
-    names = ("asset_graph.png", "partitions.png", "launch_sweep.png", "sweep_cells.png", "report_summary.png", "cell_scatter.png")
+    names = (
+        "asset_graph.png",
+        "partitions.png",
+        "launch_sweep.png",
+        "sweep_cells.png",
+        "report_summary.png",
+        "cell_scatter.png",
+    )
     assert all((shots / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
     if shots != REPO / "docs" / "screenshots":  # the tracked ones untouched
         assert {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")} == tracked

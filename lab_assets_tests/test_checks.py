@@ -5,19 +5,26 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from lab_assets.core.keys import cell_key
 from lab_assets.defs import checks
 from lab_assets.defs.definitions import defs
 from lab_assets.defs.jobs import CELLS, DATASETS, job_name
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.sweep import MetricConfig, load_sweep
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance
-from lab_assets.dr.metrics import METRICS
-from lab_assets.core.keys import cell_key
-from lab_assets.dr.sweep import MetricConfig, load_sweep
 
 
 def good_dataset(n=10):
-    df = pd.DataFrame({"row": np.arange(n, dtype=np.int64), "split": ["train"] * (n - 2) + ["test"] * 2,
-                       "label": np.zeros(n, dtype=np.int64), "x0": np.linspace(0, 1, n), "x1": np.ones(n)})
+    df = pd.DataFrame(
+        {
+            "row": np.arange(n, dtype=np.int64),
+            "split": ["train"] * (n - 2) + ["test"] * 2,
+            "label": np.zeros(n, dtype=np.int64),
+            "x0": np.linspace(0, 1, n),
+            "x1": np.ones(n),
+        }
+    )
     return df
 
 
@@ -45,7 +52,9 @@ def test_embedding_and_metric_checks():
     ok = {"trustworthiness@k=5": 0.9, "lid@k=5,space=embedding": 2.0}
     assert passed(checks.check_metrics(suite, ok, {}))["values_in_range"]
     # A value recorded as not applicable (null, with a reason) is not out of range.
-    assert passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": float("nan")}, {"trustworthiness@k=5": "why"}))["values_in_range"]
+    assert passed(
+        checks.check_metrics(suite, {**ok, "trustworthiness@k=5": float("nan")}, {"trustworthiness@k=5": "why"})
+    )["values_in_range"]
     assert not passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": 1.2}, {}))["values_in_range"]
     assert not passed(checks.check_metrics(suite, {**ok, "lid@k=5,space=embedding": 0.0}, {}))["values_in_range"]
 
@@ -63,7 +72,9 @@ def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypat
 
     # A metric whose value leaves its range fails the blocking check and so the run.
     monkeypatch.setitem(METRICS._entries, "lid", dataclasses.replace(METRICS["lid"], valid_range="(100, inf)"))
-    result = defs.resolve_job_def(job_name(CELLS)).execute_in_process(instance=inst, partition_key=key, raise_on_error=False)
+    result = defs.resolve_job_def(job_name(CELLS)).execute_in_process(
+        instance=inst, partition_key=key, raise_on_error=False
+    )
     assert not result.success
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     assert [e.check_name for e in failed] == ["values_in_range"]

@@ -52,15 +52,26 @@ def test_the_workflow_steps_on_a_pull_request_that_edits_one_method(lab, tmp_pat
     env = {k: v for k, v in os.environ.items() if k not in ("LAB_PROJECT_DIR", "LAB_HOME", "DAGSTER_HOME")}
     (job,) = yaml.safe_load(WORKFLOW.read_text())["jobs"].values()
     env |= {k: str(v) for k, v in job["env"].items()}
-    env |= {"GITHUB_STEP_SUMMARY": str(summary), "RUNNER_TEMP": str(runner_temp), "GITHUB_WORKSPACE": str(repo),
-            "GITHUB_BASE_REF": "main", "PYTHONPATH": str(repo),  # `lab`: this repository's package
-            "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{env['PATH']}"}
+    env |= {
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(runner_temp),
+        "GITHUB_WORKSPACE": str(repo),
+        "GITHUB_BASE_REF": "main",
+        "PYTHONPATH": str(repo),  # `lab`: this repository's package
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{env['PATH']}",
+    }
     codes = {}
     for step in steps():
         if "run" not in step or step["name"] == "Install":
             continue
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=repo,
-                              env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         codes[step["name"]] = done.returncode
         if step["name"] != "Did the results move?":
             assert done.returncode == 0, (step["name"], done.stdout[-2000:], done.stderr[-3000:])
@@ -70,9 +81,22 @@ def test_the_workflow_steps_on_a_pull_request_that_edits_one_method(lab, tmp_pat
     assert "| method isomap: code changed | 2 |" in text, text  # the two isomap cells of sweeps/tiny.yaml
     assert "### Results of `smoke`" in text
     # The base's and the change's results, compared by this repository's `lab compare` as JSON.
-    compared = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "compare", "examples/github/smoke.yaml",
-                               "--against", str(runner_temp / "base-home"), "--json"], cwd=repo,
-                              env=env | {"LAB_HOME": str(runner_temp / "head-home")}, capture_output=True, text=True)
+    compared = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lab_assets.cli.main",
+            "compare",
+            "examples/github/smoke.yaml",
+            "--against",
+            str(runner_temp / "base-home"),
+            "--json",
+        ],
+        cwd=repo,
+        env=env | {"LAB_HOME": str(runner_temp / "head-home")},
+        capture_output=True,
+        text=True,
+    )
     rows = json.loads(compared.stdout)["rows"]
     assert {r["verdict"] for r in rows if r["method"].startswith("pca")} == {"bit-identical"}
     assert all(r["verdict"] != "bit-identical" and r["n_pairs"] == 3 for r in rows if r["method"].startswith("isomap"))

@@ -9,8 +9,8 @@ these tests run on one, beside the tests that start processes (conftest.py, BESI
 
 import json
 import math
-import re
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-from packaging.requirements import Requirement
 import pandas as pd
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from lab_assets.cli import cluster
 from lab_assets.core.processes import alive
@@ -167,8 +167,11 @@ def replay_late_asset_row_update(instance: dg.DagsterInstance) -> tuple[int, int
 
     storage._store_asset_event_tags = hold_writer_a
     try:
+
         def materialize(partition: str) -> None:  # NaN metadata: a metric that was undefined
-            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition, metadata={"m": math.nan}))
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(key, partition=partition, metadata={"m": math.nan})
+            )
 
         writer_a = threading.Thread(target=materialize, args=("a",))
         writer_a.start()
@@ -190,7 +193,11 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     Postgres address and the launcher."""
     shipped = yaml.safe_load(cluster.K8S_INSTANCE.read_text())
     config = cluster.instance_config(5433, "lab", str(tmp_path / "runs"))
-    assert config["run_monitoring"] == {**shipped["run_monitoring"], "start_timeout_seconds": 180, "poll_interval_seconds": 15}
+    assert config["run_monitoring"] == {
+        **shipped["run_monitoring"],
+        "start_timeout_seconds": 180,
+        "poll_interval_seconds": 15,
+    }
     assert shipped["run_monitoring"]["start_timeout_seconds"] == 1200  # the deployment's own stays
     assert config["run_launcher"]["class"] == "ProcessRunLauncher"
     assert config["run_launcher"]["config"]["local"]["runs_dir"] == str(tmp_path / "runs")
@@ -208,7 +215,10 @@ def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server
     # A genuinely newer materialization still moves it forward.
     ours.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey("embedding_like"), partition="a"))
     latest = ours.fetch_materializations(dg.AssetKey("embedding_like"), limit=1).records[0].storage_id
-    assert ours.get_asset_records([dg.AssetKey("embedding_like")])[0].asset_entry.last_materialization_record.storage_id == latest
+    assert (
+        ours.get_asset_records([dg.AssetKey("embedding_like")])[0].asset_entry.last_materialization_record.storage_id
+        == latest
+    )
 
     # Upstream (dagster-postgres 0.29.27, `storage: postgres:`): the same interleaving leaves the
     # row at the older event. If this starts failing after an upgrade, the bug is fixed upstream.
@@ -240,8 +250,13 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     postgres_server.stop()
     down = time.monotonic()
     try:
-        callers = [threading.Thread(target=attempt, args=("query", existing.get_runs)),
-                   threading.Thread(target=attempt, args=("new instance", lambda: dg.DagsterInstance.from_config(str(tmp_path / "new")).get_runs()))]
+        callers = [
+            threading.Thread(target=attempt, args=("query", existing.get_runs)),
+            threading.Thread(
+                target=attempt,
+                args=("new instance", lambda: dg.DagsterInstance.from_config(str(tmp_path / "new")).get_runs()),
+            ),
+        ]
         for caller in callers:
             caller.start()
         time.sleep(20)
@@ -253,10 +268,13 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     assert outcomes == {"query": [], "new instance": []}, (outage, outcomes)
 
 
-@pytest.mark.parametrize("statement", [
-    "runs.run_body",  # the run's record
-    "pg_catalog.pg_attribute",  # the runs table's columns, which get_run_records checks first
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "runs.run_body",  # the run's record
+        "pg_catalog.pg_attribute",  # the runs table's columns, which get_run_records checks first
+    ],
+)
 def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, postgres_server, database, statement):
     """Postgres terminates the connection of a run-storage query (as a restart does to a query in
     flight); the read is made again and answers. (The queue daemon's read-back of a run it had
@@ -286,7 +304,9 @@ def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_se
     import time
 
     monkeypatch.setenv("DAGSTER_PG_PASSWORD", "not-the-password")
-    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump({"storage": cluster.instance_config(postgres_server.port, database)["storage"]}))
+    (tmp_path / "dagster.yaml").write_text(
+        yaml.safe_dump({"storage": cluster.instance_config(postgres_server.port, database)["storage"]})
+    )
     start = time.monotonic()
     with pytest.raises(Exception, match="password authentication failed"):
         dg.DagsterInstance.from_config(str(tmp_path))
@@ -324,8 +344,14 @@ class Installed:
     env: dict[str, str]
 
     def lab(self, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.site / "bin" / "lab"), *args], cwd=cwd, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.site / "bin" / "lab"), *args],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -342,9 +368,25 @@ def installed(tmp_path_factory) -> Installed:
     for name in ("pyproject.toml", "README.md"):
         shutil.copyfile(REPO / name, source / name)
     site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(site), str(source)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {k: v for k, v in os.environ.items() if not (k.startswith("LAB_") or k == "DAGSTER_HOME")}
     env.update(PYTHONPATH=str(site), LAB_SERVICE="0")
     (root / "project").mkdir()
@@ -379,8 +421,14 @@ def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster)
     for name in ("dagster.yaml", "workspace.yaml"):
         assert not (packaged / name).is_symlink()
         assert (packaged / name).read_bytes() == (REPO / "k8s" / "base" / name).read_bytes()
-    where = subprocess.run([sys.executable, "-c", "import lab_assets; print(lab_assets.__file__)"], env=installed.env,
-                           cwd=installed.site.parent / "project", capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import lab_assets; print(lab_assets.__file__)"],
+        env=installed.env,
+        cwd=installed.site.parent / "project",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(where.stdout.strip()).parent == installed.site / "lab_assets"
     for part in ("code-server", "webserver", "daemon"):
         pid = lab_cluster.pids[part]
@@ -388,14 +436,20 @@ def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster)
         assert environ["PYTHONPATH"] == str(installed.site), part
     daemon = Path(f"/proc/{lab_cluster.pids['daemon']}/cmdline").read_text().split("\0")
     assert Path(daemon[1]).name == "dagster-daemon" and daemon[2] == "run", daemon
-    assert not any("dagster._" in arg for part in lab_cluster.pids.values()
-                   for arg in Path(f"/proc/{part}/cmdline").read_text().split("\0")), "a private module started"
+    assert not any(
+        "dagster._" in arg
+        for part in lab_cluster.pids.values()
+        for arg in Path(f"/proc/{part}/cmdline").read_text().split("\0")
+    ), "a private module started"
 
 
-@pytest.mark.parametrize("endpoint, why", [
-    ("http://127.0.0.1:{port}", 'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/"'),
-    ("minio:9000", "Invalid endpoint: minio:9000"),
-])
+@pytest.mark.parametrize(
+    "endpoint, why",
+    [
+        ("http://127.0.0.1:{port}", 'Could not connect to the endpoint URL: "http://127.0.0.1:{port}/"'),
+        ("minio:9000", "Invalid endpoint: minio:9000"),
+    ],
+)
 def test_an_unusable_s3_endpoint_is_refused_before_anything_starts(lab, endpoint, why):
     port = cluster.free_port()  # nothing listens there
     endpoint, why = endpoint.format(port=port), why.format(port=port)
@@ -478,7 +532,11 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     assert all(c["args"][:3] == ["dagster", "api", "execute_run"] for c in containers)
     password = {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}
     assert all({"name": "DAGSTER_PG_PASSWORD", "valueFrom": password} in c["env"] for c in containers)
-    cells = [r for r, c in zip(runs, containers) if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells_with_data"} in c["env"]]
+    cells = [
+        r
+        for r, c in zip(runs, containers)
+        if {"name": "DAGSTER_RUN_JOB_NAME", "value": "materialize_cells_with_data"} in c["env"]
+    ]
     spans = [((r / "job.json").stat().st_mtime, (r / "exit_code").stat().st_mtime) for r in cells]
     assert max(start for start, _ in spans) < min(end for _, end in spans), "the 4 cells' runs did not overlap"
 
@@ -487,8 +545,12 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     texts = [p.read_text(errors="replace") for p in Path(lab_cluster.folder).glob("logs/*.log")]
     texts += [(r / "output.log").read_text(errors="replace") + (r / "job.json").read_text() for r in runs]
     # ... nor in what the UI shows: the instance's configuration, the runs' tags and run config.
-    body = json.dumps({"query": "{ instance { info } runsOrError { ... on Runs { results { runConfigYaml tags { key value } } } } }"})
-    request = __import__("urllib.request").request.Request(f"{lab_cluster.ui_url}/graphql", body.encode(), {"Content-Type": "application/json"})
+    body = json.dumps(
+        {"query": "{ instance { info } runsOrError { ... on Runs { results { runConfigYaml tags { key value } } } } }"}
+    )
+    request = __import__("urllib.request").request.Request(
+        f"{lab_cluster.ui_url}/graphql", body.encode(), {"Content-Type": "application/json"}
+    )
     with __import__("urllib.request").request.urlopen(request, timeout=60) as response:
         ui = response.read().decode()
     assert "runConfigYaml" in ui and "lab-assets-postgres" in ui  # the instance info holds the launcher config
@@ -521,8 +583,22 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
     (lab / "sweeps" / "slow.yaml").write_text(SLOW_CELL)
     earlier = set((Path(lab_cluster.folder) / "runs").glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", lab_cluster.ui_url],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "lab_assets.cli.main",
+            "sweep",
+            "run",
+            "sweeps/slow.yaml",
+            "--quiet",
+            "--submit",
+            lab_cluster.ui_url,
+        ],
+        cwd=lab,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     runs = Path(lab_cluster.folder) / "runs"
 
@@ -531,7 +607,11 @@ def test_a_killed_run_process_is_failed_by_run_monitoring_and_retried(lab, lab_c
             log = job.parent / "output.log"
             if job.parent in earlier or (job.parent / "exit_code").exists():
                 continue
-            if "materialize_cells" in job.read_text() and log.is_file() and "STEP_START" in log.read_text(errors="replace"):
+            if (
+                "materialize_cells" in job.read_text()
+                and log.is_file()
+                and "STEP_START" in log.read_text(errors="replace")
+            ):
                 return job.parent
         return None
 
@@ -565,7 +645,9 @@ def unfinished_runs(instance: dg.DagsterInstance, runs_dir: Path) -> str:
     import time
 
     all_runs = instance.get_runs()
-    lines = ["runs: " + repr(sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in all_runs))]
+    lines = [
+        "runs: " + repr(sorted((r.job_name, r.tags.get("dagster/partition", ""), r.status.value) for r in all_runs))
+    ]
     for run in (r for r in all_runs if not r.is_finished):
         folder = runs_dir / f"dagster-run-{run.run_id}"
         if not (folder / "pid").is_file():
@@ -607,14 +689,30 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     sweep_file = own_sweep(lab, "restart", seed=1)
     earlier = set(runs.glob("dagster-run-*"))  # other tests' runs
     submit = subprocess.Popen(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", sweep_file, "--quiet", "--submit",
-         lab_cluster.ui_url],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "lab_assets.cli.main",
+            "sweep",
+            "run",
+            sweep_file,
+            "--quiet",
+            "--submit",
+            lab_cluster.ui_url,
+        ],
+        cwd=lab,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
     def cells_running():
-        return any("materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
-                   for j in runs.glob("dagster-run-*/job.json") if j.parent not in earlier)
+        return any(
+            "materialize_cells" in j.read_text() and not (j.parent / "exit_code").exists()
+            for j in runs.glob("dagster-run-*/job.json")
+            if j.parent not in earlier
+        )
 
     wait_for(cells_running, 180, "the cells' runs")
     pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
@@ -627,8 +725,10 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
     except subprocess.TimeoutExpired:
         submit.kill()
         _, err = submit.communicate()
-        pytest.fail(f"`lab sweep run --submit` still running 400 s after Postgres came back.\n"
-                    f"{unfinished_runs(instance, runs)}\nits stderr: {err[-2000:]}")
+        pytest.fail(
+            f"`lab sweep run --submit` still running 400 s after Postgres came back.\n"
+            f"{unfinished_runs(instance, runs)}\nits stderr: {err[-2000:]}"
+        )
 
     with unfinished_runs_said(instance, runs):  # a lost run is failed after 180 s, then retried
         wait_for(lambda: all(r.is_finished for r in instance.get_runs()), 400, "every run to finish or fail")
@@ -685,12 +785,21 @@ def s3_behind_a_proxy():
     from lab_assets_tests.tcp_proxy import TcpProxy
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     proxy = TcpProxy(port)
     try:
-        direct = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                              aws_access_key_id="direct", aws_secret_access_key="direct")
+        direct = boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            region_name="us-east-1",
+            aws_access_key_id="direct",
+            aws_secret_access_key="direct",
+        )
         wait_for(lambda: cluster._http_ok(f"http://127.0.0.1:{port}/"), 60, "moto's S3 server")
         yield proxy, direct
     finally:
@@ -700,7 +809,9 @@ def s3_behind_a_proxy():
 
 
 @pytest.mark.slow
-def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_completes(lab, s3_behind_a_proxy, monkeypatch):
+def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_completes(
+    lab, s3_behind_a_proxy, monkeypatch
+):
     """The store goes away in the middle of a cell's upload (its first embedding PUT is torn) and
     stays away while the cells and their retries run; then it comes back."""
     import io
@@ -725,7 +836,9 @@ def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_c
 
         def retries_exhausted():
             runs = instance.get_runs(dg.RunsFilter(job_name="materialize_cells_with_data"))
-            return all(r.is_finished for r in runs) and sum(r.tags.get("dagster/retry_number") == "2" for r in runs) == 4
+            return (
+                all(r.is_finished for r in runs) and sum(r.tags.get("dagster/retry_number") == "2" for r in runs) == 4
+            )
 
         with unfinished_runs_said(instance, Path(state.folder) / "runs"):
             wait_for(retries_exhausted, 400, "the failed cells' runs to be retried twice")
@@ -736,7 +849,9 @@ def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_c
 
         # No partial object: the torn upload left nothing at its key, every object there is whole,
         # and every recorded materialization has its object.
-        keys = [o["Key"] for o in direct.list_objects_v2(Bucket=cluster.BUCKET, Prefix="lab/assets/").get("Contents", [])]
+        keys = [
+            o["Key"] for o in direct.list_objects_v2(Bucket=cluster.BUCKET, Prefix="lab/assets/").get("Contents", [])
+        ]
         assert torn_key.startswith("lab/assets/embedding/") and torn_key not in keys
         for key in keys:
             pq.read_table(io.BytesIO(direct.get_object(Bucket=cluster.BUCKET, Key=key)["Body"].read()))
@@ -759,11 +874,23 @@ def test_object_store_unreachable_mid_cell_fails_it_naming_the_url_and_a_rerun_c
 def job_body(name: str, command: list[str], env: list[dict], env_from: list[dict] | None = None) -> dict:
     return {
         "metadata": {"name": name},
-        "spec": {"template": {"spec": {
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lab-assets-data"}}],
-            "containers": [{"name": "c", "image": "x", "args": command, "env": env, "envFrom": env_from or [],
-                            "volumeMounts": [{"name": "data", "mountPath": "/data/lab"}]}],
-        }}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lab-assets-data"}}],
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "x",
+                            "args": command,
+                            "env": env,
+                            "envFrom": env_from or [],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data/lab"}],
+                        }
+                    ],
+                }
+            }
+        },
     }
 
 
@@ -776,14 +903,24 @@ def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_PG_PASSWORD", "pw-from-the-environment")
     jobs = LocalJobs(str(tmp_path / "runs"), {"lab-assets-postgres": {"postgresql-password": "MY_PG_PASSWORD"}})
     script = "import os, pathlib; print(os.environ['LAB_HOME'], len(os.environ['DAGSTER_PG_PASSWORD']) == 23, pathlib.Path(os.environ['LAB_HOME']).is_dir(), os.getcwd())"
-    password = {"name": "DAGSTER_PG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}}}
-    jobs.create_namespaced_job_with_retries(job_body("ok", ["python", "-c", script], [{"name": "LAB_HOME", "value": "/data/lab"}, password]), "ns")
+    password = {
+        "name": "DAGSTER_PG_PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "lab-assets-postgres", "key": "postgresql-password"}},
+    }
+    jobs.create_namespaced_job_with_retries(
+        job_body("ok", ["python", "-c", script], [{"name": "LAB_HOME", "value": "/data/lab"}, password]), "ns"
+    )
     deadline = time.monotonic() + 30
     while not jobs.get_job_status("ns", "ok").succeeded:
         assert not jobs.get_job_status("ns", "ok").failed and time.monotonic() < deadline
         time.sleep(0.1)
     root = tmp_path / "runs" / "ok" / "root"
-    assert (tmp_path / "runs" / "ok" / "output.log").read_text().split() == [str(root / "data/lab"), "True", "True", str(root)]
+    assert (tmp_path / "runs" / "ok" / "output.log").read_text().split() == [
+        str(root / "data/lab"),
+        "True",
+        "True",
+        str(root),
+    ]
     assert "pw-from-the-environment" not in (tmp_path / "runs" / "ok" / "job.json").read_text()
 
     # A run that is terminated (the UI's Terminate: delete the Job) ends failed.
@@ -795,7 +932,9 @@ def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
 
     # What a pod could not start with fails the launch, naming what is missing.
     with pytest.raises(LaunchError, match="secret lab-assets-s3 is not defined"):
-        jobs.create_namespaced_job_with_retries(job_body("s3", ["python"], [], [{"secretRef": {"name": "lab-assets-s3"}}]), "ns")
+        jobs.create_namespaced_job_with_retries(
+            job_body("s3", ["python"], [], [{"secretRef": {"name": "lab-assets-s3"}}]), "ns"
+        )
     monkeypatch.delenv("MY_PG_PASSWORD")
     with pytest.raises(LaunchError, match="secret lab-assets-postgres has no key postgresql-password"):
         jobs.create_namespaced_job_with_retries(job_body("pw", ["python"], [password]), "ns")

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from lab_assets.core import keys
+from lab_assets.core.k8s_resources import GPU_TAG, K8S_CONFIG_TAG
 from lab_assets.defs.jobs import CELLS_WITH_DATA, METRIC_TABLE, REPORT
 from lab_assets.defs.work import sweep_work
-from lab_assets.runner.sweeps import register_and_plan
-from lab_assets.core.k8s_resources import GPU_TAG, K8S_CONFIG_TAG
 from lab_assets.dr.sweep import SweepError, parse_sweep
+from lab_assets.runner.sweeps import register_and_plan
 
 SWEEP = """
 name: gpu
@@ -56,10 +56,17 @@ def test_cell_runs_carry_their_methods_resources(lab):
 
 
 def _executor(value: str) -> subprocess.CompletedProcess:
-    code = ("from lab_assets.defs.definitions import defs; from lab_assets.defs.jobs import CELLS, job_name; "
-            "print(defs.resolve_job_def(job_name(CELLS)).executor_def.name)")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "LAB_EXECUTOR": value}, timeout=120)
+    code = (
+        "from lab_assets.defs.definitions import defs; from lab_assets.defs.jobs import CELLS, job_name; "
+        "print(defs.resolve_job_def(job_name(CELLS)).executor_def.name)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LAB_EXECUTOR": value},
+        timeout=120,
+    )
 
 
 def test_executor_comes_from_the_environment():

@@ -44,10 +44,24 @@ QUICK = (
 
 def _two_commands_compute_each_cell_once(lab, sweep: str, n: int, workers: int, delay: float) -> None:
     (lab / "sweeps" / "s.yaml").write_text(sweep)
-    command = [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml", "--json", "--workers", str(workers)]
-    first = subprocess.Popen(command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "lab_assets.cli.main",
+        "sweep",
+        "run",
+        "sweeps/s.yaml",
+        "--json",
+        "--workers",
+        str(workers),
+    ]
+    first = subprocess.Popen(
+        command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     time.sleep(delay)
-    second = subprocess.Popen(command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = subprocess.Popen(
+        command, cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     outs = []
     for proc in (first, second):
         out, err = proc.communicate(timeout=600)
@@ -82,8 +96,10 @@ def test_processes_opening_a_fresh_instance_at_once_leave_it_usable(lab):
         "import sys, time; from lab_assets.runtime.instance import get_instance; import dagster;"
         "time.sleep(max(0, float(sys.argv[1]) - time.time())); get_instance()"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(start)], cwd=lab, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(start)], cwd=lab, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     for p in procs:
         assert p.wait(timeout=120) == 0, p.stderr.read()
     for db in (lab / ".lab" / "dagster").rglob("*.db"):
@@ -104,9 +120,13 @@ def test_a_dead_commands_run_does_not_block_a_cell(lab):
     dead.wait()
     instance = get_instance()
     orphan = instance.create_run_for_job(
-        job_def=_datasets_job(), status=dg.DagsterRunStatus.STARTED,
-        tags={"dagster/partition": cell, OWNER_TAG: f"{socket.gethostname()}:{dead.pid}",
-              keys.tag("command"): "someone-else"},
+        job_def=_datasets_job(),
+        status=dg.DagsterRunStatus.STARTED,
+        tags={
+            "dagster/partition": cell,
+            OWNER_TAG: f"{socket.gethostname()}:{dead.pid}",
+            keys.tag("command"): "someone-else",
+        },
     )
     run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert run.returncode == 0, run.stderr
@@ -130,9 +150,24 @@ def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_wait
         url = f"http://127.0.0.1:{port}"
         # A terminal's Ctrl-C: SIGINT to the command's process group (the webserver is not in it).
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--quiet", "--submit", url],
-            cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            [
+                sys.executable,
+                "-m",
+                "lab_assets.cli.main",
+                "sweep",
+                "run",
+                "sweeps/slow.yaml",
+                "--quiet",
+                "--submit",
+                url,
+            ],
+            cwd=lab,
+            env=os.environ.copy(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         started = dg.RunsFilter(job_name="materialize_cells_with_data", statuses=[dg.DagsterRunStatus.STARTED])
         out, err = interrupt_when(proc, lambda: instance.get_runs(started))
@@ -140,8 +175,10 @@ def test_ctrl_c_during_submit_leaves_the_submitted_runs_running_and_a_rerun_wait
         _no_traceback(err)
         *_, done, left = err.strip().splitlines()
         assert done.startswith("interrupted: ") and done.endswith(" of 2 cells done; run again to continue")
-        assert left == f"the 2 runs submitted to {url} keep running there (cancel them in its UI); " \
-                       "running again waits for them instead of starting them again"
+        assert (
+            left == f"the 2 runs submitted to {url} keep running there (cancel them in its UI); "
+            "running again waits for them instead of starting them again"
+        )
 
         again = lab_cli("sweep", "run", "sweeps/slow.yaml", "--json", "--submit", url, cwd=lab)
         assert again.returncode == 0, again.stderr
@@ -194,8 +231,13 @@ def test_a_ui_backfill_in_flight_and_a_sweep_run_compute_each_cell_once(lab):
         assert run.returncode == 0, run.stderr
         summary = json.loads(run.stdout)
         backfill_runs = wait_for(
-            lambda: (runs := instance.get_runs(dg.RunsFilter(tags=of_backfill))) and all(r.is_finished for r in runs) and runs,
-            300, "the backfill's runs to finish",
+            lambda: (
+                (runs := instance.get_runs(dg.RunsFilter(tags=of_backfill)))
+                and all(r.is_finished for r in runs)
+                and runs
+            ),
+            300,
+            "the backfill's runs to finish",
         )
 
     # Each dataset and cell computed once, by the backfill or the command; the command counts

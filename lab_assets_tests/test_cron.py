@@ -8,8 +8,22 @@ import pytest
 
 from lab_assets.core import cron
 
-CRONS = ["0 3 * * *", "*/5 * * * *", "0 3 * * MON", "15 */2 1 * *", "@daily", "0 0 29 2 *", "0 3 L * *",
-         "* * * * * *", "0 0 30 2 *", "0 0 31 2 *", "60 * * * *", "every day", "", "0 3 * *"]
+CRONS = [
+    "0 3 * * *",
+    "*/5 * * * *",
+    "0 3 * * MON",
+    "15 */2 1 * *",
+    "@daily",
+    "0 0 29 2 *",
+    "0 3 L * *",
+    "* * * * * *",
+    "0 0 30 2 *",
+    "0 0 31 2 *",
+    "60 * * * *",
+    "every day",
+    "",
+    "0 3 * *",
+]
 
 
 def _dagster_accepts(schedule: str) -> bool:

@@ -19,7 +19,10 @@ def test_dagster_definitions_validate():
     dagster = Path(sys.executable).parent / "dagster"
     out = subprocess.run(
         [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -50,8 +53,23 @@ def test_parsing_a_sweep_and_loading_definitions_import_no_heavy_library():
 def test_asset_graph_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"data_spec", "method_spec", "metric_spec", "sweep_spec", "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table",
-                    "report", "sweep", "corpus", "gpt_model", "study_ledger"}
+    assert keys == {
+        "data_spec",
+        "method_spec",
+        "metric_spec",
+        "sweep_spec",
+        "raw_dataset",
+        "dataset",
+        "model",
+        "embedding",
+        "metrics",
+        "metric_table",
+        "report",
+        "sweep",
+        "corpus",
+        "gpt_model",
+        "study_ledger",
+    }
 
     def parents(asset):
         return {k.to_user_string() for k in graph.get(dg.AssetKey(asset)).parent_keys}
@@ -72,5 +90,15 @@ def test_asset_graph_and_partitions():
     trial = graph.get(dg.AssetKey("gpt_model")).partitions_def
     assert [d.name for d in trial.partitions_defs] == ["corpus", "trial"]
     assert parents("gpt_model") == {"corpus"}
-    for asset in ("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report", "corpus", "gpt_model"):
+    for asset in (
+        "raw_dataset",
+        "dataset",
+        "model",
+        "embedding",
+        "metrics",
+        "metric_table",
+        "report",
+        "corpus",
+        "gpt_model",
+    ):
         assert graph.get(dg.AssetKey(asset)).code_version, asset

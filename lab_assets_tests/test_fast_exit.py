@@ -13,7 +13,9 @@ from lab_assets_tests.conftest import lab_cli
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 PROGRAM = """

@@ -16,10 +16,19 @@ LONG_DATA = "swissroll(n_samples=1500, noise=0.05, hole=True)"
 def _curves_table(datasets: list[str], methods: list[str]) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = [
-        {"dataset_label": d, "method_label": m, "seed": seed,
-         **{f"{metric}@k={k}": value for metric in ("trustworthiness", "continuity", "knn_preservation")
-            for k, value in zip((5, 10, 30), 0.99 + 0.0099 * rng.random(3))}}
-        for d in datasets for m in methods for seed in (0, 1)
+        {
+            "dataset_label": d,
+            "method_label": m,
+            "seed": seed,
+            **{
+                f"{metric}@k={k}": value
+                for metric in ("trustworthiness", "continuity", "knn_preservation")
+                for k, value in zip((5, 10, 30), 0.99 + 0.0099 * rng.random(3))
+            },
+        }
+        for d in datasets
+        for m in methods
+        for seed in (0, 1)
     ]
     return pd.DataFrame(rows)
 
@@ -36,26 +45,35 @@ def _assert_laid_out(fig) -> None:
     boxes = [ax.get_tightbbox(renderer) for ax in fig.axes]
     for ax, box in zip(fig.axes, boxes):
         assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (
-            f"panel {ax.get_title()!r} reaches outside the figure: {box} not in {fig.bbox}")
+            f"panel {ax.get_title()!r} reaches outside the figure: {box} not in {fig.bbox}"
+        )
     for i, a in enumerate(boxes):
         for j in range(i + 1, len(boxes)):
-            assert not a.overlaps(boxes[j]), f"panels {fig.axes[i].get_title()!r} and {fig.axes[j].get_title()!r} overlap"
+            assert not a.overlaps(boxes[j]), (
+                f"panels {fig.axes[i].get_title()!r} and {fig.axes[j].get_title()!r} overlap"
+            )
 
 
-@pytest.mark.parametrize("datasets, methods", [
-    (["swissroll", "s_curve"], ["pca", "isomap", "tsne"]),
-    ([LONG_DATA, "s_curve", "blobs"], [LONG_METHOD, "pca"]),
-])
+@pytest.mark.parametrize(
+    "datasets, methods",
+    [
+        (["swissroll", "s_curve"], ["pca", "isomap", "tsne"]),
+        ([LONG_DATA, "s_curve", "blobs"], [LONG_METHOD, "pca"]),
+    ],
+)
 def test_metric_curves_fit_the_figure_without_overlap(datasets, methods):
     fig = figures.curves_figure(_curves_table(datasets, methods))
     assert len(fig.axes) == 3 * len(datasets)
     _assert_laid_out(fig)
 
 
-@pytest.mark.parametrize("datasets, methods", [
-    (["swissroll", "s_curve"], ["pca", "isomap", "tsne"]),
-    ([LONG_DATA, "s_curve"], [LONG_METHOD, "pca", "umap"]),
-])
+@pytest.mark.parametrize(
+    "datasets, methods",
+    [
+        (["swissroll", "s_curve"], ["pca", "isomap", "tsne"]),
+        ([LONG_DATA, "s_curve"], [LONG_METHOD, "pca", "umap"]),
+    ],
+)
 def test_the_embeddings_grid_fits_the_figure_without_overlap(datasets, methods):
     panels = {(d, m): _embedding() for d in datasets for m in methods}
     del panels[(datasets[-1], methods[-1])]  # a missing cell is drawn as "missing"

@@ -146,19 +146,32 @@ def test_gc_leaves_what_runs_in_flight_use(lab, single_threaded):
 
     inst.report_run_failed(inst.get_run_by_id(flying.run_id))  # its run ended, but a backfill asks for it
     subset = backfills.partition_subset({("embedding", busy)}, defs.resolve_asset_graph())
-    inst.add_backfill(PartitionBackfill.from_asset_graph_subset(
-        backfill_id="gcguard", backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=inst,
-        asset_graph_subset=subset, title=None, description=None, run_config=None))
+    inst.add_backfill(
+        PartitionBackfill.from_asset_graph_subset(
+            backfill_id="gcguard",
+            backfill_timestamp=time.time(),
+            tags={},
+            dynamic_partitions_store=inst,
+            asset_graph_subset=subset,
+            title=None,
+            description=None,
+            run_config=None,
+        )
+    )
     assert not [i for i in _gc(lab)["items"] if i["kind"] == "cell"]
     inst.update_backfill(inst.get_backfill("gcguard").with_status(BulkActionStatus.COMPLETED_SUCCESS))  # now it goes
     assert {i["name"] for i in _gc(lab)["items"] if i["kind"] == "cell"} == {busy}
     assert old_method not in keystore.keys("method")
 
 
-FIRST = "name: first\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n" \
-        "  isomap: {n_neighbors: 12}\nmetrics:\n  trustworthiness: {k: [5]}\n"
-SECOND = "name: second\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n" \
-         "metrics:\n  continuity: {k: [5]}\n"
+FIRST = (
+    "name: first\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n"
+    "  isomap: {n_neighbors: 12}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+)
+SECOND = (
+    "name: second\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n"
+    "metrics:\n  continuity: {k: [5]}\n"
+)
 
 
 def test_sweep_remove_unregisters_a_sweep_and_its_metrics(lab):

@@ -11,7 +11,9 @@ from lab_assets.training.config import TrainConfig
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)"
+    ),
 ]
 
 CONFIG = dict(depth=2, width=64, heads=2, seq_len=64, batch=8, checkpoint_every=10, eval_tokens=4096, steps=40)
@@ -20,14 +22,20 @@ CONFIG = dict(depth=2, width=64, heads=2, seq_len=64, batch=8, checkpoint_every=
 @pytest.fixture
 def tokens():
     g = torch.Generator().manual_seed(0)
-    return torch.randint(0, 256, (60_000,), generator=g, dtype=torch.uint8), torch.randint(0, 256, (8_000,), generator=g, dtype=torch.uint8)
+    return torch.randint(0, 256, (60_000,), generator=g, dtype=torch.uint8), torch.randint(
+        0, 256, (8_000,), generator=g, dtype=torch.uint8
+    )
 
 
 def test_cuda_is_detected_with_bf16_and_compile(monkeypatch):
     monkeypatch.delenv("LAB_DEVICE", raising=False)
     monkeypatch.delenv("LAB_PEAK_FLOPS", raising=False)
     b = backend.detect()
-    assert (b.name, b.device, b.device_name) == ("rocm" if torch.version.hip else "cuda", "cuda", torch.cuda.get_device_name(0))
+    assert (b.name, b.device, b.device_name) == (
+        "rocm" if torch.version.hip else "cuda",
+        "cuda",
+        torch.cuda.get_device_name(0),
+    )
     assert b.autocast_dtype == (torch.bfloat16 if torch.cuda.is_bf16_supported() else None)
     # A CUDA host has Triton (torch's CUDA wheels bring it): compiling is on, never silently eager.
     assert (b.compile, b.compile_mode) == (True, "compiled")

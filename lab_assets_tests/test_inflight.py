@@ -27,8 +27,10 @@ def _backfill_run(instance, assets: tuple[str, ...], partition: str | None, stat
     """A run as a UI or sensor backfill creates it: the implicit asset job, an asset selection."""
     tags = {} if partition is None else {"dagster/partition": partition}
     return instance.create_run_for_job(
-        job_def=definitions().resolve_implicit_global_asset_job_def(), asset_selection=set(_keys(*assets)),
-        status=status, tags={**tags, "dagster/backfill": "abcdefgh"},
+        job_def=definitions().resolve_implicit_global_asset_job_def(),
+        asset_selection=set(_keys(*assets)),
+        status=status,
+        tags={**tags, "dagster/backfill": "abcdefgh"},
     )
 
 
@@ -36,7 +38,8 @@ def _job_run(instance, kind: str, partition: str | None, command: str = "someone
     """A run of a `materialize_*` job as another `lab sweep run` creates it (the whole job)."""
     tags = {} if partition is None else {"dagster/partition": partition}
     return instance.create_run_for_job(
-        job_def=definitions().resolve_job_def(job_name(kind)), status=status,
+        job_def=definitions().resolve_job_def(job_name(kind)),
+        status=status,
         tags={**tags, inflight.COMMAND_TAG: command, **extra},
     )
 
@@ -51,7 +54,9 @@ def test_a_run_materializes_its_selection_or_its_whole_jobs_assets(instance):
     assert not cells.asset_selection  # a whole job's run selects nothing: its plan says what it does
     assert run_assets(instance, cells) == _keys("model", "embedding", "metrics")
     assert run_assets(instance, _job_run(instance, DATASETS, CELL)) == _keys("raw_dataset", "dataset")
-    assert run_assets(instance, _backfill_run(instance, ("dataset", "embedding"), CELL)) == _keys("dataset", "embedding")
+    assert run_assets(instance, _backfill_run(instance, ("dataset", "embedding"), CELL)) == _keys(
+        "dataset", "embedding"
+    )
 
 
 def test_a_backfill_run_of_the_cells_assets_is_found_by_a_commands_look_and_its_claim(instance):
@@ -98,14 +103,19 @@ def test_success_after_the_plan_counts_and_a_commands_own_runs_never_do(instance
     tags = inflight.command_tags(time.time() - 5)
     done = _backfill_run(instance, ("embedding", "metrics"), CELL, status=dg.DagsterRunStatus.NOT_STARTED)
     # Its success as the run itself reports it (the event that sets the run's end time).
-    instance.report_dagster_event(dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name=done.job_name),
-                                  run_id=done.run_id)
+    instance.report_dagster_event(
+        dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name=done.job_name), run_id=done.run_id
+    )
     assert instance.get_run_by_id(done.run_id).status == dg.DagsterRunStatus.SUCCESS
     found = inflight.other_run(instance, job_name(CELLS), CELL, tags, assets=("embedding", "metrics"))
     assert found is not None and found.dagster_run.run_id == done.run_id
     # Planned after it ended: computed again.
-    assert inflight.other_run(instance, job_name(CELLS), CELL, inflight.command_tags(time.time() + 5),
-                              assets=("embedding", "metrics")) is None
+    assert (
+        inflight.other_run(
+            instance, job_name(CELLS), CELL, inflight.command_tags(time.time() + 5), assets=("embedding", "metrics")
+        )
+        is None
+    )
     # The command's own run in flight is never waited for.
     _job_run(instance, CELLS, OTHER_CELL, command=tags[inflight.COMMAND_TAG])
     assert inflight.other_run(instance, job_name(CELLS), OTHER_CELL, tags, assets=("embedding",)) is None
@@ -145,8 +155,11 @@ def test_a_finished_run_that_computed_part_of_this_one_leaves_the_rest_to_do(lab
     register_and_plan(load_sweep(lab / "sweeps" / "tiny.yaml"))
     cell = instance.get_dynamic_partitions("cell")[0]
     tags = inflight.command_tags(time.time() - 5)
-    data_only = definitions().resolve_job_def(job_name(DATASETS)).execute_in_process(
-        instance=instance, partition_key=cell, tags={inflight.COMMAND_TAG: "someone-else"})
+    data_only = (
+        definitions()
+        .resolve_job_def(job_name(DATASETS))
+        .execute_in_process(instance=instance, partition_key=cell, tags={inflight.COMMAND_TAG: "someone-else"})
+    )
     done = instance.get_run_by_id(data_only.run_id)
     whole = Run(CELLS_WITH_DATA, cell, assets=("raw_dataset", "dataset", "embedding", "metrics"))
 
@@ -178,20 +191,27 @@ def test_a_run_waited_for_that_computed_only_the_dataset_leaves_the_cell_to_the_
     cell = instance.get_dynamic_partitions("cell")[0]
     theirs = {inflight.COMMAND_TAG: "someone-else"}
     backfill = instance.create_run_for_job(
-        job_def=definitions().resolve_implicit_global_asset_job_def(), asset_selection=set(_keys("raw_dataset", "dataset")),
-        status=STARTED, tags={"dagster/partition": cell, **theirs},
+        job_def=definitions().resolve_implicit_global_asset_job_def(),
+        asset_selection=set(_keys("raw_dataset", "dataset")),
+        status=STARTED,
+        tags={"dagster/partition": cell, **theirs},
     )
 
     def the_backfill_computes_the_dataset():
         time.sleep(1.0)  # the command is waiting by then
-        definitions().resolve_job_def(job_name(DATASETS)).execute_in_process(instance=instance, partition_key=cell, tags=theirs)
-        instance.report_dagster_event(dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name=backfill.job_name),
-                                      run_id=backfill.run_id)
+        definitions().resolve_job_def(job_name(DATASETS)).execute_in_process(
+            instance=instance, partition_key=cell, tags=theirs
+        )
+        instance.report_dagster_event(
+            dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name=backfill.job_name), run_id=backfill.run_id
+        )
 
     other = threading.Thread(target=the_backfill_computes_the_dataset)
     other.start()
-    outcome = execute_run(Run(CELLS_WITH_DATA, cell, assets=("raw_dataset", "dataset", "embedding", "metrics")),
-                          inflight.command_tags(time.time()))
+    outcome = execute_run(
+        Run(CELLS_WITH_DATA, cell, assets=("raw_dataset", "dataset", "embedding", "metrics")),
+        inflight.command_tags(time.time()),
+    )
     other.join()
     assert outcome.status == MATERIALIZED and outcome.job == CELLS_WITH_DATA, outcome
     for asset in ("raw_dataset", "dataset", "embedding", "metrics"):

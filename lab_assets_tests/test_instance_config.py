@@ -6,14 +6,15 @@ import shutil
 import sys
 
 import dagster as dg
+
 from lab_assets.core import keys
 from lab_assets.defs.freshness import make_plan
+from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime import instance
 from lab_assets.runtime.compute_logs import FileOnlyComputeLogManager
 from lab_assets.runtime.sqlite_storage import OneEngineSqliteEventLogStorage, OneEngineSqliteRunStorage
-from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import REPO
 
 
@@ -50,7 +51,10 @@ def test_project_storage_setting_wins(tmp_path):
     added = instance.instance_yaml(own, tmp_path)
     assert "event_log_storage:" not in added and "run_storage:" not in added
     assert "FileOnlyComputeLogManager" in added
-    assert instance.instance_yaml("telemetry:\n  enabled: false\n", tmp_path).count("lab_assets.runtime.sqlite_storage") == 2
+    assert (
+        instance.instance_yaml("telemetry:\n  enabled: false\n", tmp_path).count("lab_assets.runtime.sqlite_storage")
+        == 2
+    )
 
 
 def test_step_output_reaches_the_ui_log_files(tmp_path, capfd):

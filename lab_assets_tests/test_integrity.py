@@ -21,7 +21,7 @@ def _flip_bytes(path: Path) -> None:
     """Corrupt the middle of a file without changing its size."""
     data = bytearray(path.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 8] = bytes(b ^ 0xFF for b in data[middle:middle + 8])
+    data[middle : middle + 8] = bytes(b ^ 0xFF for b in data[middle : middle + 8])
     path.write_bytes(bytes(data))
 
 
@@ -68,7 +68,7 @@ def test_a_truncated_or_deleted_artifact_is_damaged_named_and_recomputed_alone(f
     lines = verify.stdout.splitlines()
     assert len(lines) == 3, verify.stdout
     for path in (raw, embedding, metrics):
-        [line] = [l for l in lines if f": {path}: " in l]
+        [line] = [line for line in lines if f": {path}: " in line]
         assert line.startswith("DAMAGED ") and line.endswith("; to recompute it: lab sweep run sweeps/tiny.yaml")
 
     # Reading the damaged file names it and the repair, in one line; the old report stays whole.
@@ -76,9 +76,11 @@ def test_a_truncated_or_deleted_artifact_is_damaged_named_and_recomputed_alone(f
     assert out.returncode == 1
     _no_traceback(out.stderr)
     assert "<Buffer>" not in out.stderr
-    [failed] = [l for l in out.stderr.splitlines() if l.startswith("FAILED report tiny: ")]
-    assert f"{embedding} is damaged: not a readable Parquet file (100 bytes); " \
-           "to recompute it: lab sweep run sweeps/tiny.yaml" in failed
+    [failed] = [line for line in out.stderr.splitlines() if line.startswith("FAILED report tiny: ")]
+    assert (
+        f"{embedding} is damaged: not a readable Parquet file (100 bytes); "
+        "to recompute it: lab sweep run sweeps/tiny.yaml" in failed
+    )
     assert _files(report) == report_before
 
     again = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--json", cwd=lab)
@@ -107,8 +109,10 @@ def test_verify_finds_a_same_size_corruption_and_run_with_verify_repairs_it(fini
     assert json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)["counts"]["fresh"] == 4
     verify = lab_cli("verify", "sweeps/tiny.yaml", cwd=lab)
     assert verify.returncode == 1
-    changed = "content changed since written (same size, different blake2b hash); " \
-              "to recompute it: lab sweep run sweeps/tiny.yaml --verify"
+    changed = (
+        "content changed since written (same size, different blake2b hash); "
+        "to recompute it: lab sweep run sweeps/tiny.yaml --verify"
+    )
     assert verify.stdout.splitlines() == [
         f"DAMAGED embedding {embedding.parent.name}|{embedding.stem}: {embedding}: {changed}",
         f"DAMAGED report tiny: {summary_csv}: {changed}",  # the report's files are checked too
@@ -157,7 +161,9 @@ def test_an_older_plain_report_folder_is_replaced_too(lab):
 def test_reading_a_damaged_parquet_file_names_it(lab):
     path = storage.asset_path("dataset", "x")
     storage.write_bytes(path, b"PAR1" + b"\0" * 96)
-    with pytest.raises(storage.DamagedFileError, match=rf"^{path} is damaged: not a readable Parquet file \(100 bytes\)$"):
+    with pytest.raises(
+        storage.DamagedFileError, match=rf"^{path} is damaged: not a readable Parquet file \(100 bytes\)$"
+    ):
         storage.read_parquet(path)
 
 
@@ -166,8 +172,10 @@ def test_a_damaged_table_read_by_a_command_is_one_line_naming_it(lab):
     storage.write_bytes(path, b"PAR1" + b"\0" * 96)
     out = lab_cli("query", "SELECT count(*) FROM metric_table", cwd=lab)
     assert out.returncode == 1
-    assert out.stderr == f"lab: {path} is damaged: not a readable Parquet file (100 bytes); `lab verify <sweep file>` " \
-                         "names every damaged file and the command that recomputes it\n"
+    assert (
+        out.stderr == f"lab: {path} is damaged: not a readable Parquet file (100 bytes); `lab verify <sweep file>` "
+        "names every damaged file and the command that recomputes it\n"
+    )
 
 
 def test_the_metric_table_names_a_damaged_cell_file_and_its_repair(finished):
@@ -184,7 +192,9 @@ def test_the_metric_table_names_a_damaged_cell_file_and_its_repair(finished):
     out = lab_cli("report", "sweeps/tiny.yaml", cwd=lab)
     assert out.returncode == 1
     _no_traceback(out.stderr)
-    [failed] = [l for l in out.stderr.splitlines() if l.startswith("FAILED metric_table")]
-    assert f"{metrics} is damaged: not a readable Parquet file (100 bytes); " \
-           "to recompute it: lab sweep run sweeps/tiny.yaml" in failed
+    [failed] = [line for line in out.stderr.splitlines() if line.startswith("FAILED metric_table")]
+    assert (
+        f"{metrics} is damaged: not a readable Parquet file (100 bytes); "
+        "to recompute it: lab sweep run sweeps/tiny.yaml" in failed
+    )
     assert table.read_bytes() == before

@@ -350,8 +350,12 @@ def check_instance_config(text: str, tmp_path: Path) -> dict:
         run_coordinator["module"], run_coordinator["class"], yaml.safe_dump(run_coordinator["config"])
     ).rehydrate()
     launcher_config = process_launcher_config(config["run_launcher"])
-    return {"config": config, "coordinator": coordinator, "launcher_config": launcher_config,
-            "storage_config": process_storage_config(config["storage"])}
+    return {
+        "config": config,
+        "coordinator": coordinator,
+        "launcher_config": launcher_config,
+        "storage_config": process_storage_config(config["storage"]),
+    }
 
 
 def process_storage_config(storage: dict) -> dict:
@@ -477,6 +481,7 @@ def test_k8s_tags_without_gpu():
     assert json.loads(tags["dagster-k8s/config"]) == {
         "container_config": {"resources": {"requests": {"cpu": "2", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}}
     }
+
     def resources(request):
         return json.loads(k8s.k8s_tags(request)["dagster-k8s/config"])["container_config"]["resources"]
 
@@ -486,9 +491,21 @@ def test_k8s_tags_without_gpu():
 
 @pytest.mark.parametrize(
     ("quantity", "amount"),
-    [("4", "4"), ("0.5", "0.5"), (".5", "0.5"), ("500m", "0.5"), ("100u", "0.0001"), ("16Gi", str(16 * 2**30)),
-     ("1.5G", "1500000000"), ("128974848", "128974848"), ("129e6", "129000000"), ("123Mi", str(123 * 2**20)),
-     ("1E3", "1000"), (3, "3"), (2.5, "2.5")],
+    [
+        ("4", "4"),
+        ("0.5", "0.5"),
+        (".5", "0.5"),
+        ("500m", "0.5"),
+        ("100u", "0.0001"),
+        ("16Gi", str(16 * 2**30)),
+        ("1.5G", "1500000000"),
+        ("128974848", "128974848"),
+        ("129e6", "129000000"),
+        ("123Mi", str(123 * 2**20)),
+        ("1E3", "1000"),
+        (3, "3"),
+        (2.5, "2.5"),
+    ],
 )
 def test_k8s_quantities_accepted(quantity, amount):
     """Accepted, passed through verbatim (the API server parses it, not us), and meaning the
@@ -501,7 +518,9 @@ def test_k8s_quantities_accepted(quantity, amount):
     assert resources == {"requests": {"cpu": str(quantity)}}
     assert parse_quantity(resources["requests"]["cpu"]) == Decimal(amount)
     if not str(quantity).endswith("m"):  # milli-bytes are refused for memory
-        resources = json.loads(k8s.k8s_tags({"memory": quantity})["dagster-k8s/config"])["container_config"]["resources"]
+        resources = json.loads(k8s.k8s_tags({"memory": quantity})["dagster-k8s/config"])["container_config"][
+            "resources"
+        ]
         assert resources == {"requests": {"memory": str(quantity)}, "limits": {"memory": str(quantity)}}
 
 
@@ -705,6 +724,7 @@ def test_dockerfile_matches_the_deployment():
     assert f"DAGSTER_HOME={DAGSTER_HOME}" in dockerfile and f"LAB_HOME={LAB_HOME}" in dockerfile
     # What the one-machine cluster's launcher gives every run process as the image's own settings.
     from lab_assets.runtime.process_launcher import IMAGE_FIXED_ENV
+
     assert all(f"{name}={value}" in dockerfile for name, value in IMAGE_FIXED_ENV.items())
     assert "EXPOSE 4000" in lines
     command = ["dagster", "api", "grpc", "-m", "lab_assets.defs.definitions", "-h", "0.0.0.0", "-p", "4000"]
@@ -723,7 +743,9 @@ def test_dockerfile_matches_the_deployment():
     # The package data's links resolve in the build context: their targets are copied and not ignored.
     for link in (REPO / "lab_assets" / "cli" / "cluster_files").iterdir():
         target = link.resolve().relative_to(REPO).as_posix()
-        assert f"!{target}" in ignored and any(line.startswith("COPY ") and target in line.split() for line in lines), target
+        assert f"!{target}" in ignored and any(line.startswith("COPY ") and target in line.split() for line in lines), (
+            target
+        )
 
     # The CUDA torch path: the pin comes from constraints.txt (what the Dockerfile's sed reads),
     # and a local build label such as +cu128 still satisfies it, so the main install keeps it.

@@ -10,8 +10,8 @@ from lab_assets.core.settings import lab_home
 from lab_assets.defs.freshness import make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.preload import definitions
-from lab_assets.runtime.freshness import instance_head, stale_status
 from lab_assets.runtime.data_versions import DATA_VERSION_TAG, observe
+from lab_assets.runtime.freshness import instance_head, stale_status
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import lab_cli
 
@@ -46,9 +46,11 @@ def asked(monkeypatch) -> set[str | None]:
 
 def flat(plan) -> dict:
     """{partition: (status, reason)} for the cells, the data keys and the report."""
-    return {**{c.partition: (c.status, c.reason) for c in plan.cells},
-            **{k: (s.status, s.reason) for k, s in plan.datasets.items()},
-            "report": (plan.report.status, plan.report.reason)}
+    return {
+        **{c.partition: (c.status, c.reason) for c in plan.cells},
+        **{k: (s.status, s.reason) for k, s in plan.datasets.items()},
+        "report": (plan.report.status, plan.report.reason),
+    }
 
 
 def cached(sweep) -> dict:
@@ -64,23 +66,30 @@ def test_only_cells_with_new_events_are_asked_again_and_the_plan_equals_dagsters
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     indexed, storage = [], type(instance.event_log_storage)
     latest = storage.get_latest_storage_id_by_partition
-    monkeypatch.setattr(storage, "get_latest_storage_id_by_partition",
-                        lambda self, key, *args: indexed.append(key.to_user_string()) or latest(self, key, *args))
+    monkeypatch.setattr(
+        storage,
+        "get_latest_storage_id_by_partition",
+        lambda self, key, *args: indexed.append(key.to_user_string()) or latest(self, key, *args),
+    )
     asked.clear()
     plan = cached(sweep)  # from the answers the run kept
     assert asked & set(cells) == set()
     cell_assets = ["data_spec", "dataset", "embedding", "method_spec", "metrics", "model", "raw_dataset"]
-    assert sorted(a for a in indexed if a in cell_assets) == cell_assets, "the stamps and the file checks read the index twice"
+    assert sorted(a for a in indexed if a in cell_assets) == cell_assets, (
+        "the stamps and the file checks read the index twice"
+    )
     assert plan == uncached(sweep) and {s for s, _ in plan.values()} == {"fresh"}
 
     # A dataset partition materialized again with other data: its cell's embedding is stale.
     instance.report_runless_asset_event(
-        dg.AssetMaterialization(asset_key="dataset", partition=cells[0], tags={DATA_VERSION_TAG: "other data"}))
+        dg.AssetMaterialization(asset_key="dataset", partition=cells[0], tags={DATA_VERSION_TAG: "other data"})
+    )
     # A spec observed with another version (edited method code): stale before any run.
     observe(instance, "method_spec", "another method version", cells[1])
     # A cell's embedding materialized again with other data: its metrics are stale.
     instance.report_runless_asset_event(
-        dg.AssetMaterialization(asset_key="embedding", partition=cells[2], tags={DATA_VERSION_TAG: "other embedding"}))
+        dg.AssetMaterialization(asset_key="embedding", partition=cells[2], tags={DATA_VERSION_TAG: "other embedding"})
+    )
     asked.clear()
     plan = cached(sweep)
     assert asked & set(cells) == set(cells[:3]), "asked about other cells than the changed ones"

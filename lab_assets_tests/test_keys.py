@@ -3,7 +3,8 @@ agreement with Dagster's `MultiPartitionKey` (defs/partitions.py: training trial
 
 import dagster as dg
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab_assets.core import keys
 from lab_assets.defs.partitions import TRIAL_CELL, multi_key, trial_cell_key
@@ -11,7 +12,9 @@ from lab_assets.defs.partitions import TRIAL_CELL, multi_key, trial_cell_key
 # Key parts as the package makes them (`pca-1a2b3c`, `swissroll-d0c7b7~s0`, `tiny-e001-9f8e7d`),
 # plus any other printable text without the separator.
 LIKE_OURS = st.from_regex(r"\A[a-z][a-z0-9_]{0,12}-[0-9a-f]{6}(~s[0-9]{1,4}|-e[0-9]{3}-[0-9a-f]{6})?\Z")
-PRINTABLE = st.text(st.characters(min_codepoint=32, exclude_characters="|"), min_size=1).filter(lambda s: "..." not in s)
+PRINTABLE = st.text(st.characters(min_codepoint=32, exclude_characters="|"), min_size=1).filter(
+    lambda s: "..." not in s
+)
 PARTS = LIKE_OURS | PRINTABLE
 
 
@@ -36,14 +39,17 @@ def test_keys_with_dashes_tildes_and_digits():
     assert keys.cell_key("stdlib-0a1b2c", "tiny-e001-9f8e7d") == "stdlib-0a1b2c|tiny-e001-9f8e7d"
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("pca-1a2b3c", "is not a two-part partition key"),
-    ("a|b|c", "is not a two-part partition key"),
-    ("|pca", "first part: expected a non-empty string"),
-    ("data~s0|", "second part: expected a non-empty string"),
-    ("a\n|b", "may not contain"),
-    ("a...b|c", "may not contain"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("pca-1a2b3c", "is not a two-part partition key"),
+        ("a|b|c", "is not a two-part partition key"),
+        ("|pca", "first part: expected a non-empty string"),
+        ("data~s0|", "second part: expected a non-empty string"),
+        ("a\n|b", "may not contain"),
+        ("a...b|c", "may not contain"),
+    ],
+)
 def test_invalid_key_strings_are_refused_with_the_reason(bad, message):
     with pytest.raises(keys.BadKeyError, match=message) as e:
         keys.parse_cell_key(bad)
@@ -60,11 +66,14 @@ def test_run_tags_share_one_prefix():
     assert keys.tag("sweep") == "lab_assets/sweep"
 
 
-@pytest.mark.parametrize("first, second, named", [
-    ("a|b", "pca", "first key part 'a|b'"),
-    ("data", "", "second key part: expected a non-empty string"),
-    ("data", "x\x1f", "second key part 'x\\x1f'"),
-])
+@pytest.mark.parametrize(
+    "first, second, named",
+    [
+        ("a|b", "pca", "first key part 'a|b'"),
+        ("data", "", "second key part: expected a non-empty string"),
+        ("data", "x\x1f", "second key part 'x\\x1f'"),
+    ],
+)
 def test_a_refused_part_is_named(first, second, named):
     with pytest.raises(keys.BadKeyError) as e:
         keys.cell_key(first, second)
@@ -89,7 +98,8 @@ NAMES = st.from_regex(r"\A[a-z][a-z0-9_]{0,15}\Z")
 DIGESTS = st.from_regex(r"\A[0-9a-f]{6}\Z")
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3), max_leaves=5,
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=5,
 )
 PARAMS = st.dictionaries(st.from_regex(r"\A[a-z_]{1,12}\Z"), VALUES, max_size=6)
 
@@ -135,7 +145,11 @@ def test_bundled_sweep_keys_show_the_parameters_a_person_changed_and_keep_their_
     # Defaults are not shown (isomap's n_neighbors=10 is its default); the digest is the one
     # the key had before it had a stem, so it still tells configurations apart.
     assert [m.key for m in demo.methods] == [
-        "pca-1f7269", "isomap-873b18", "tsne-max_iter=500-f6588e", "umap-5b2b03", "phate-73e697",
+        "pca-1f7269",
+        "isomap-873b18",
+        "tsne-max_iter=500-f6588e",
+        "umap-5b2b03",
+        "phate-73e697",
         "autoencoder-epochs=40-lr=0.003-b15222",
     ]
     configs = {k for s in (demo, benchmark) for k in [*(d.config_key for d in s.data), *(m.key for m in s.methods)]}
@@ -146,7 +160,9 @@ def test_a_config_key_stem_written_out_exactly():
     """The stem, character for character (what mutation testing found unpinned): strings as they
     are, other values as compact JSON, runs of unsafe characters as one `_`, runs of dots as one,
     no `-` left at either end of a cut stem."""
-    assert keys.config_key("m", {"s": "abc", "n": 3, "l": [1, 2], "d": {"a": 1}}, "ff") == "m-d=_a_1_-l=_1_2_-n=3-s=abc-ff"
+    assert (
+        keys.config_key("m", {"s": "abc", "n": 3, "l": [1, 2], "d": {"a": 1}}, "ff") == "m-d=_a_1_-l=_1_2_-n=3-s=abc-ff"
+    )
     assert keys.config_key("m", {"s": "a...b", "t": "x..y"}, "ff") == "m-s=a.b-t=x.y-ff"
     assert keys.config_key("m", {"s": "a b/c"}, "ff") == "m-s=a_b_c-ff"
     assert keys.config_key("m", {"s": "BOX"}, "ff") == "m-s=BOX-ff"

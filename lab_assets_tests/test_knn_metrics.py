@@ -115,9 +115,7 @@ def test_lid_matches_skdim(data, nb, space):
     # only differences are summation order and that rounding, ~1e-13 relative here, so
     # 1e-9 leaves a wide margin while still catching any k vs k-1 or off-by-one slip.
     np.testing.assert_allclose(mle.dimension_pw_, expected, rtol=1e-9)
-    assert METRICS["lid"](nb, k=k, space=space) == pytest.approx(
-        mle.dimension_pw_.mean(), rel=1e-9
-    )
+    assert METRICS["lid"](nb, k=k, space=space) == pytest.approx(mle.dimension_pw_.mean(), rel=1e-9)
 
 
 KNN_METRICS = [name for name in METRICS.names() if "k" in METRICS[name].params_model.model_fields]

@@ -84,8 +84,19 @@ def test_field_lines():
 
 
 def test_the_repository_itself_passes_with_dg_check_defs(tmp_path):
-    env = {**os.environ, "LAB_PROJECT_DIR": str(REPO), "LAB_HOME": str(tmp_path / "lab"),
-           "DAGSTER_HOME": str(tmp_path / "dagster"), "LAB_SERVICE": "0"}
-    done = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "check"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "LAB_PROJECT_DIR": str(REPO),
+        "LAB_HOME": str(tmp_path / "lab"),
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+        "LAB_SERVICE": "0",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", "check"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

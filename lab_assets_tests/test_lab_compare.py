@@ -35,8 +35,9 @@ def values(sweep, rng, shift=None):
     """{cell: {column: value}}: noise per seed, plus `shift` {method key: amount}."""
     out = {}
     for d, m in sweep.cells:
-        out[keys.cell_key(d, m)] = {c.column: 0.9 + 0.01 * rng.normal() + (shift or {}).get(m, 0.0)
-                                    for c in sweep.metrics}
+        out[keys.cell_key(d, m)] = {
+            c.column: 0.9 + 0.01 * rng.normal() + (shift or {}).get(m, 0.0) for c in sweep.metrics
+        }
     return out
 
 
@@ -63,10 +64,16 @@ def test_verdicts_and_the_paired_t_test_match_scipy():
     assert moved.verdict == compare.MOVED and moved.regressed  # higher is better, and it went down
     assert rows["lid", isomap].verdict == compare.MOVED and not rows["lid", isomap].regressed  # descriptive
 
-    noisy = {c: {col: v + 0.01 * np.random.default_rng(i).normal() for col, v in after[c].items()}
-             for i, c in enumerate(before)}
-    assert compare.compare(sweep, before, noisy).set_index(["metric_name", "method"]).loc[
-        ("trustworthiness", pca), "verdict"] == compare.NOISE
+    noisy = {
+        c: {col: v + 0.01 * np.random.default_rng(i).normal() for col, v in after[c].items()}
+        for i, c in enumerate(before)
+    }
+    assert (
+        compare.compare(sweep, before, noisy)
+        .set_index(["metric_name", "method"])
+        .loc[("trustworthiness", pca), "verdict"]
+        == compare.NOISE
+    )
     two = {c: v for c, v in before.items() if "~s0" in c or "~s1" in c}  # two seeds with a value before
     few = compare.compare(sweep, two, after)
     assert set(few[few["method"] == isomap]["verdict"]) == {compare.TOO_FEW}
@@ -102,8 +109,9 @@ def test_the_cli_compares_the_instance_history_and_another_lab_home(lab, capsys,
         table = pq.read_table(path)
         frame = table.to_pandas()
         frame["trustworthiness@k=5"] += 0.05 + 0.001 * int(path.parent.name[-1])
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(
-            table.schema.metadata), path)
+        pq.write_table(
+            pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(table.schema.metadata), path
+        )
     code, out, err = lab_compare(capsys, "--against", "before", "--fail-on", "regress")
     assert code == 1 and "moved beyond seed noise: worse" in out and "got significantly worse" in err
     assert "1 bit-identical not shown" in out  # lid: the same files

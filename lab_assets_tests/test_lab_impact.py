@@ -12,15 +12,20 @@ import sys
 import pytest
 
 from lab_assets.dr.impact import impact as impact_of
-
 from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, git, pending, step
 
 
 def lab_in(folder, *args):
     """The copied package's own `lab` (PYTHONPATH: the edited code), in the project folder."""
     env = {**os.environ, "PYTHONPATH": str(folder)}
-    return subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def impact(folder) -> dict[str, dict]:
@@ -72,8 +77,10 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     edit(lab / "lab_assets" / "dr" / "metrics" / "neighbors.py")
     (lab / "sweeps" / "a.yaml").write_text(SWEEP_A.replace("seeds: [0]", "seeds: [0, 1]"))
     said = impact(lab)
-    assert said["a"]["reasons"] == {"shared metric code changed (neighbors.py): every metric": 2,
-                                    "sweep file: new cell": 2}
+    assert said["a"]["reasons"] == {
+        "shared metric code changed (neighbors.py): every metric": 2,
+        "sweep file: new cell": 2,
+    }
     assert said["a"]["unpriced_cells"] == 2 and said["a"]["report"] == "cells pending"
     plans = step(lab, "a", "b")
     assert stale(said["a"]) == planned(plans["a"]) and len(planned(plans["a"])) == 4
@@ -98,38 +105,63 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     assert bad.returncode == 2 and "--base no-such-ref: not a revision" in bad.stderr
 
 
-
 def snapshot(changes: dict | None = None) -> dict:
     """Two cells' versions as `defs/code_versions.snapshot` writes them; `changes`: {"group.key":
     value}, `sweep.key` for the sweep file's own fields."""
-    cell = {"data": "d~s0", "dataset": "swissroll", "data_version": "dv", "dataset_code": "dc", "method_name": "pca",
-            "method_version": "mv", "method_code": "mc", "trainable": False, "columns": ["lid@k=10"]}
-    sweep = {"name": "s", "sweep_version": "sv", "cells": {"c1": {**cell, "method": "pca-1"},
-                                                          "c2": {**cell, "method": "umap-1"}}}
-    snap = {"assets": {"datasets.py": "1", "experiments.py": "2", "metrics.py": "3", "reports.py": "4"},
-            "shared": {"neighbors.py": "n"}, "columns": {"lid@k=10": {"metric": "lid", "version": "v", "code": "c"}},
-            "sweeps": {"s.yaml": sweep}}
+    cell = {
+        "data": "d~s0",
+        "dataset": "swissroll",
+        "data_version": "dv",
+        "dataset_code": "dc",
+        "method_name": "pca",
+        "method_version": "mv",
+        "method_code": "mc",
+        "trainable": False,
+        "columns": ["lid@k=10"],
+    }
+    sweep = {
+        "name": "s",
+        "sweep_version": "sv",
+        "cells": {"c1": {**cell, "method": "pca-1"}, "c2": {**cell, "method": "umap-1"}},
+    }
+    snap = {
+        "assets": {"datasets.py": "1", "experiments.py": "2", "metrics.py": "3", "reports.py": "4"},
+        "shared": {"neighbors.py": "n"},
+        "columns": {"lid@k=10": {"metric": "lid", "version": "v", "code": "c"}},
+        "sweeps": {"s.yaml": sweep},
+    }
     for path, value in (changes or {}).items():
         group, key = path.split(".", 1)
         (sweep if group == "sweep" else snap[group])[key] = value
     return snap
 
 
-@pytest.mark.parametrize("changes, reasons, report", [
-    ({}, {}, ""),
-    ({"sweep.sweep_version": "other"}, {}, "the sweep's cells, labels or metric columns changed"),
-    ({"assets.reports.py": "5"}, {}, "asset module reports.py changed"),
-    ({"columns.lid@k=10": {"metric": "lid", "version": "w", "code": "d"}}, {"metric lid: code changed": 2},
-     "cells pending"),
-    ({"columns.lid@k=10": {"metric": "lid", "version": "w", "code": "c"}, "shared.neighbors.py": "m"},
-     {"shared metric code changed (neighbors.py): every metric": 2}, "cells pending"),
-    ({"assets.datasets.py": "9"}, {"asset module datasets.py changed: every cell": 2}, "cells pending"),
-])
+@pytest.mark.parametrize(
+    "changes, reasons, report",
+    [
+        ({}, {}, ""),
+        ({"sweep.sweep_version": "other"}, {}, "the sweep's cells, labels or metric columns changed"),
+        ({"assets.reports.py": "5"}, {}, "asset module reports.py changed"),
+        (
+            {"columns.lid@k=10": {"metric": "lid", "version": "w", "code": "d"}},
+            {"metric lid: code changed": 2},
+            "cells pending",
+        ),
+        (
+            {"columns.lid@k=10": {"metric": "lid", "version": "w", "code": "c"}, "shared.neighbors.py": "m"},
+            {"shared metric code changed (neighbors.py): every metric": 2},
+            "cells pending",
+        ),
+        ({"assets.datasets.py": "9"}, {"asset module datasets.py changed: every cell": 2}, "cells pending"),
+    ],
+)
 def test_the_rules_name_each_kind_of_change(changes, reasons, report):
     (found,) = impact_of(snapshot(), snapshot(changes), ["s.yaml"])
     assert dict(found.reasons) == reasons and found.report == report
-    assert all(set(c.assets) == ({"dataset", "embedding", "metrics"} if "datasets" in str(reasons) else {"metrics"})
-               for c in found.stale)
+    assert all(
+        set(c.assets) == ({"dataset", "embedding", "metrics"} if "datasets" in str(reasons) else {"metrics"})
+        for c in found.stale
+    )
 
 
 def test_a_metric_taken_out_stales_nothing_until_its_code_changes():

@@ -10,16 +10,16 @@ import sys
 
 import dagster as dg
 import pytest
-from benchmarks import ui_backfill
 from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
+from benchmarks import ui_backfill
 from lab_assets.core.source_stamps import PACKAGE
+from lab_assets.defs.freshness import make_plan
+from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
 from lab_assets.runtime.instance import get_instance, instance_yaml
 from lab_assets.runtime.launcher import WORKER_PID_TAG, WarmWorkerRunLauncher
-from lab_assets.defs.freshness import make_plan
-from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, REPO, lab_ui, wait_for
 from lab_assets_tests.sleep_job import sleep_job
 
@@ -29,7 +29,9 @@ SLEEP_SECONDS = 120
 def _launch(instance, launcher, seconds: float) -> str:
     recon = dg.reconstructable(sleep_job)
     run = instance.create_run_for_job(
-        sleep_job, run_config={"ops": {"sleep_op": {"config": {"seconds": seconds}}}}, job_code_origin=recon.get_python_origin()
+        sleep_job,
+        run_config={"ops": {"sleep_op": {"config": {"seconds": seconds}}}},
+        job_code_origin=recon.get_python_origin(),
     )
     launcher.launch_run(LaunchRunContext(dagster_run=run, workspace=None))
     return run.run_id
@@ -39,14 +41,18 @@ def _wait_status(instance, run_id: str, statuses, what: str) -> dg.DagsterRun:
     def reached():
         run = instance.get_run_by_id(run_id)
         if run.is_finished and run.status not in statuses:  # say why, rather than time out
-            raise AssertionError(f"{what}: run ended {run.status}: {[e.message for e in instance.all_logs(run_id)][-3:]}")
+            raise AssertionError(
+                f"{what}: run ended {run.status}: {[e.message for e in instance.all_logs(run_id)][-3:]}"
+            )
         return run.status in statuses and run
 
     return wait_for(reached, 120, what)
 
 
 def _worker_pid(instance, run_id: str) -> int:
-    return int(wait_for(lambda: instance.get_run_by_id(run_id).tags.get(WORKER_PID_TAG), 120, "a worker to pick up the run"))
+    return int(
+        wait_for(lambda: instance.get_run_by_id(run_id).tags.get(WORKER_PID_TAG), 120, "a worker to pick up the run")
+    )
 
 
 def test_runs_reuse_warm_workers_and_cancel_and_crash_stay_contained(lab):

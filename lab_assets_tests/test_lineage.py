@@ -52,10 +52,22 @@ def test_provenance_records_the_machine_packages_and_commit_it_ran_with(lab):
     from importlib import metadata
 
     subprocess.run(["git", "init", "-q"], cwd=lab, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"], cwd=lab, check=True)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=lab, capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"],
+        cwd=lab,
+        check=True,
+    )
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=lab, capture_output=True, text=True, check=True
+    ).stdout.strip()
     prov = lineage.provenance({"a": 1}, 7, "v1", packages=("torch",))
-    assert (prov["config"], prov["seed"], prov["code_version"], prov["git_sha"], prov["git_dirty"]) == ({"a": 1}, 7, "v1", sha, False)
+    assert (prov["config"], prov["seed"], prov["code_version"], prov["git_sha"], prov["git_dirty"]) == (
+        {"a": 1},
+        7,
+        "v1",
+        sha,
+        False,
+    )
     assert prov["host"] == f"{platform.machine()}, {os.cpu_count()} cores"
     assert prov["packages"] == {p: metadata.version(p) for p in (*lineage.KEY_PACKAGES, "torch")}
     assert prov["device"] == "cpu"  # nothing measured: the default

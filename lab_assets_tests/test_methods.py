@@ -4,9 +4,9 @@ import numpy as np
 import pydantic
 import pytest
 
+from lab_assets.core.registry import Entry, RegistryError
 from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
-from lab_assets.core.registry import Entry, RegistryError
 
 N = 200
 pytestmark = pytest.mark.usefixtures("single_threaded")
@@ -20,8 +20,14 @@ SEED_FREE = {"pca", "isomap"}
 BAD = {
     "pca": [{"n_components": 0}, {"whiten": "yes"}],
     "isomap": [{"n_neighbors": 1}, {"n_components": 0}],
-    "tsne": [{"n_components": 4}, {"max_iter": 249}, {"init": "spectral"}, {"perplexity": 0.0}, {"n_neighbors": 1},
-             {"learning_rate": "fast"}],
+    "tsne": [
+        {"n_components": 4},
+        {"max_iter": 249},
+        {"init": "spectral"},
+        {"perplexity": 0.0},
+        {"n_neighbors": 1},
+        {"learning_rate": "fast"},
+    ],
     "umap": [{"n_neighbors": 1}, {"min_dist": -0.1}, {"metric": 3}],
     "phate": [{"n_neighbors": 1}, {"decay": 0.0}, {"t": "never"}, {"t": 0}, {"mds_solver": "classic"}],
 }

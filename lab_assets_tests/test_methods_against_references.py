@@ -8,8 +8,8 @@ import scipy.linalg
 from scipy.spatial.distance import pdist, squareform
 
 from lab_assets.dr.methods import METHODS
-from lab_assets_tests.conftest import swissroll_points
 from lab_assets.dr.models.diffusion_map import DiffusionMap
+from lab_assets_tests.conftest import swissroll_points
 
 N = 200
 pytestmark = pytest.mark.usefixtures("single_threaded")
@@ -19,8 +19,16 @@ FAST = {"mds": {"n_init": 2, "max_iter": 100}, "spectral": {}, "diffusion_map": 
 BAD = {
     "mds": [{"n_components": 0}, {"n_init": 0}, {"init": "pca"}, {"max_iter": 0}],
     "spectral": [{"n_components": 0}, {"n_neighbors": 1}, {"eigen_solver": "amg"}],
-    "diffusion_map": [{"n_components": 0}, {"n_neighbors": 1}, {"alpha": 1.5}, {"alpha": -0.1},
-                      {"t": -1}, {"t": 1.5}, {"epsilon": 0.0}, {"epsilon": "median"}],
+    "diffusion_map": [
+        {"n_components": 0},
+        {"n_neighbors": 1},
+        {"alpha": 1.5},
+        {"alpha": -0.1},
+        {"t": -1},
+        {"t": 1.5},
+        {"epsilon": 0.0},
+        {"epsilon": "median"},
+    ],
 }
 
 
@@ -85,7 +93,11 @@ def test_parameters_reach_the_estimator():
     dm = METHODS["diffusion_map"](5, **METHODS["diffusion_map"].validate({"alpha": 0.5, "t": 3, "epsilon": 2}))
     assert (dm.alpha, dm.t, dm.epsilon, dm.random_state) == (0.5, 3, 2.0, 5)
     assert METHODS["diffusion_map"].validate({}) == {
-        "n_components": 2, "n_neighbors": 10, "alpha": 1.0, "t": 1, "epsilon": "auto"
+        "n_components": 2,
+        "n_neighbors": 10,
+        "alpha": 1.0,
+        "t": 1,
+        "epsilon": "auto",
     }
 
 
@@ -155,9 +167,7 @@ def dense_diffusion_map(X, n_neighbors, alpha, t, eps, n_components):
     return vals, psi * vals**t, eps
 
 
-@pytest.mark.parametrize(
-    "alpha,t,epsilon", [(1.0, 1, "auto"), (0.0, 0, "auto"), (0.5, 3, 0.05), (1.0, 2, 0.5)]
-)
+@pytest.mark.parametrize("alpha,t,epsilon", [(1.0, 1, "auto"), (0.0, 0, "auto"), (0.5, 3, 0.05), (1.0, 2, 0.5)])
 def test_diffusion_map_matches_dense_reference(curve, alpha, t, epsilon):
     est = DiffusionMap(n_components=3, n_neighbors=8, alpha=alpha, t=t, epsilon=epsilon, random_state=0)
     Z = est.fit_transform(curve)

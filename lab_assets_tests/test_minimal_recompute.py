@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-
 from pathlib import Path
 
 import dagster as dg
@@ -67,15 +66,26 @@ print(json.dumps(out))
 
 
 def git(folder, *args) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def step(folder, *sweeps) -> dict[str, dict]:
     """Plan, then run, `sweeps` (names) in a fresh process of the copied package: {sweep: plan}."""
     env = {**os.environ, "PYTHONPATH": str(folder)}
-    out = subprocess.run([sys.executable, "-c", STEP, *(f"sweeps/{s}.yaml" for s in sweeps)], cwd=folder, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", STEP, *(f"sweeps/{s}.yaml" for s in sweeps)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -88,14 +98,18 @@ def pending(plan: dict) -> dict[str, dict[str, str]]:
 def files(folder, asset) -> dict[str, int]:
     """{cell: mtime} of an asset's files (datasets: by data key)."""
     root = folder / ".lab" / "assets" / asset
-    return {f"{p.parent.name}|{p.stem}" if p.parent != root else p.stem: p.stat().st_mtime_ns
-            for p in root.rglob("*.parquet")}
+    return {
+        f"{p.parent.name}|{p.stem}" if p.parent != root else p.stem: p.stat().st_mtime_ns
+        for p in root.rglob("*.parquet")
+    }
 
 
 def rows(folder) -> dict[str, dict]:
     """{cell: its metric row}, as stored."""
-    return {p.parent.name + "|" + p.stem: pd.read_parquet(p).iloc[0].to_dict()
-            for p in (folder / ".lab" / "assets" / "metrics").rglob("*.parquet")}
+    return {
+        p.parent.name + "|" + p.stem: pd.read_parquet(p).iloc[0].to_dict()
+        for p in (folder / ".lab" / "assets" / "metrics").rglob("*.parquet")
+    }
 
 
 def columns_meta() -> dict[str, dict]:
@@ -151,7 +165,9 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     # 1. A metric added to b: b's metrics only, the new column computed, the others carried;
     #    a's cells stay fresh and untouched.
     sweep_b = lab / "sweeps" / "b.yaml"
-    sweep_b.write_text(SWEEP_B.replace("  trustworthiness: {k: [5]}\n", "  trustworthiness: {k: [5]}\n  lid: {k: [10]}\n"))
+    sweep_b.write_text(
+        SWEEP_B.replace("  trustworthiness: {k: [5]}\n", "  trustworthiness: {k: [5]}\n  lid: {k: [10]}\n")
+    )
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
     lid = "lid@k=10,space=embedding"
@@ -207,15 +223,18 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     assert changed(s3, s4, "embedding") == {pca_a, b_cell}
     meta = columns_meta()
     assert set(statuses(meta, pca_a).values()) == {"carried"} and set(statuses(meta, b_cell).values()) == {"carried"}
-    assert_carried_identical(s3, s4, {pca_a: {"trustworthiness@k=5", "trustworthiness@k=10"}, b_cell: {"trustworthiness@k=5"}})
+    assert_carried_identical(
+        s3, s4, {pca_a: {"trustworthiness@k=5", "trustworthiness@k=10"}, b_cell: {"trustworthiness@k=5"}}
+    )
 
     # 5. The shared neighbourhood code edited: every column of every cell is computed again (the
     #    same values), and no embedding or dataset is.
     neighbors = lab / "lab_assets" / "dr" / "metrics" / "neighbors.py"
     neighbors.write_text(neighbors.read_text() + "\n# an edit\n")
     plans = step(lab, "a", "b")
-    assert {c: set(a) for c, a in {**pending(plans["a"]), **pending(plans["b"])}.items()} == \
-        {c: {"metrics"} for c in {*a_cells, b_cell}}
+    assert {c: set(a) for c, a in {**pending(plans["a"]), **pending(plans["b"])}.items()} == {
+        c: {"metrics"} for c in {*a_cells, b_cell}
+    }
     s5 = snapshot(lab)
     assert changed(s4, s5, "metrics") == {*a_cells, b_cell}
     assert not changed(s4, s5, "embedding") and not changed(s4, s5, "dataset")
@@ -231,7 +250,9 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     assert [c["status"] for c in plans["a"]["cells"] if "isomap" in c["partition"]] == ["missing"]
     assert pending(plans["b"]) == {}
     s6 = snapshot(lab)
-    assert set(s6["embedding"]) - set(s5["embedding"]) == {c["partition"] for c in plans["a"]["cells"] if "isomap" in c["partition"]}
+    assert set(s6["embedding"]) - set(s5["embedding"]) == {
+        c["partition"] for c in plans["a"]["cells"] if "isomap" in c["partition"]
+    }
     assert not changed(s5, s6, "metrics") - (set(s6["metrics"]) - set(s5["metrics"]))
     assert not changed(s5, s6, "raw_dataset")  # the data key's file is reused by the new cell
 
@@ -258,7 +279,11 @@ def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the
         assert json.loads(out.stdout)["materialized"]["cells"] == 4
         assert _materializations("metrics") == {c: 2 for c in cells}
 
-        path.write_text(path.read_text().replace("  continuity: {k: [5]}\n", "  continuity: {k: [5]}\n  knn_preservation: {k: [5]}\n"))
+        path.write_text(
+            path.read_text().replace(
+                "  continuity: {k: [5]}\n", "  continuity: {k: [5]}\n  knn_preservation: {k: [5]}\n"
+            )
+        )
         register_and_plan(load_sweep(path))
         params = {"partitionNames": ["tiny"], "assetSelection": [{"path": ["sweep"]}]}
         launched = graphql(port, BACKFILL, {"params": params})["launchPartitionBackfill"]
@@ -266,7 +291,9 @@ def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the
         wait_for(lambda: _materializations("metrics") == {c: 3 for c in cells}, 300, "the sweep's backfill")
     assert _materializations("embedding") == {c: 1 for c in cells}
     assert not _materializations("model")
-    table = pd.read_parquet(lab / ".lab" / "assets" / "metrics" / Path(*sorted(cells)[0].split("|")).with_suffix(".parquet"))
+    table = pd.read_parquet(
+        lab / ".lab" / "assets" / "metrics" / Path(*sorted(cells)[0].split("|")).with_suffix(".parquet")
+    )
     assert {"continuity@k=5", "knn_preservation@k=5"} <= set(table.columns)
 
 
@@ -285,11 +312,13 @@ def test_a_lost_suite_record_costs_no_cell(lab):
     assert result.ok and result.count("cells") == 1
     [damaged] = [c for c in result.before.cells if c.status != "fresh"]
     assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
-    assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(pd.read_parquet(lost).columns)
+    assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(
+        pd.read_parquet(lost).columns
+    )
 
 
 def test_the_uis_observe_records_the_versions_register_records(lab):
-    """"Observe sources" in the UI runs the specs' observation functions: they give every
+    """ "Observe sources" in the UI runs the specs' observation functions: they give every
     partition the version `register` recorded, so observing changes nothing."""
     from dagster._core.definitions.observe import observe  # what the UI's observation run executes
 

@@ -19,8 +19,14 @@ from lab_assets_tests.conftest import REPO
 
 def lab_in(folder, *args) -> dict:
     env = {**os.environ, "PYTHONPATH": str(folder / "pkg")}  # the copied package, not the checkout's
-    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args, "--workers", "1", "--json"],
-                         cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", *args, "--workers", "1", "--json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -84,8 +90,10 @@ def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab
     """A `file` dataset's version digests the file's content, which no source stamp covers."""
     rows = "\n".join(f"{i},{i * i % 7},{i % 5}" for i in range(40))
     (lab / "points.csv").write_text("a,b,c\n" + rows + "\n")
-    (lab / "sweeps" / "tiny.yaml").write_text("name: tiny\ndata:\n  file: {path: points.csv}\nseeds: [0]\n"
-                                              "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n")
+    (lab / "sweeps" / "tiny.yaml").write_text(
+        "name: tiny\ndata:\n  file: {path: points.csv}\nseeds: [0]\n"
+        "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+    )
     (lab / "pkg").symlink_to(REPO)  # `lab_in` runs this checkout's package here
     assert run(lab)["materialized"]["cells"] == 1
     assert run(lab)["fresh"]["cells"] == 1

@@ -42,8 +42,10 @@ def test_a_damaged_artifact_is_never_answered_from_the_saved_noop(lab):
     assert run(lab)["report"] == "from the saved answer"  # the guard's subject: an answer in use
     sweep = load_sweep(lab / "sweeps" / "two.yaml")
     first, second = (keys.cell_key(d, m) for d, m in sweep.cells)
-    for damage, asset, cell in ((lambda p: p.unlink(), "embedding", first),
-                                (lambda p: p.write_bytes(p.read_bytes()[:100]), "metrics", second)):
+    for damage, asset, cell in (
+        (lambda p: p.unlink(), "embedding", first),
+        (lambda p: p.write_bytes(p.read_bytes()[:100]), "metrics", second),
+    ):
         saved_answer_marked(lab)
         path = Path(storage.asset_path(asset, cell))  # the lab home is a local folder here
         damage(path)

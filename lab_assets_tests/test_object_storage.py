@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys, storage
+from lab_assets.defs.freshness import FRESH, make_plan
+from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.defs.freshness import FRESH, make_plan
-from lab_assets.runner.local import definitions
-from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import S3_BUCKET
 
 BUCKET = S3_BUCKET  # the `s3` fixture (conftest.py)
@@ -35,14 +35,33 @@ def test_tiny_sweep_on_s3(lab, s3):
     stored = objects(s3, "lab/")
     cells = [f"{d}/{m}" for d, m in sweep.cells]
     for asset in ("embedding", "metrics"):
-        assert [k for k in stored if k.startswith(f"lab/assets/{asset}/")] == sorted(f"lab/assets/{asset}/{c}.parquet" for c in cells)
+        assert [k for k in stored if k.startswith(f"lab/assets/{asset}/")] == sorted(
+            f"lab/assets/{asset}/{c}.parquet" for c in cells
+        )
     assert "lab/assets/metric_table.parquet" in stored
     # The report: one version folder, named by the pointer object written last.
     version = s3.get_object(Bucket=BUCKET, Key="lab/reports/tiny/.current")["Body"].read().decode()
     report = [k for k in stored if k.startswith("lab/reports/")]
-    assert report == sorted(["lab/reports/tiny/.current", *(f"lab/reports/tiny/{version}/{n}" for n in (
-        "metrics.md", "metrics.csv", "metrics.parquet", "embeddings.png", "metrics_vs_k.png", "summary.md", "summary.csv",
-        "summary.parquet", "comparisons.csv", "comparisons.parquet"))]), report
+    assert report == sorted(
+        [
+            "lab/reports/tiny/.current",
+            *(
+                f"lab/reports/tiny/{version}/{n}"
+                for n in (
+                    "metrics.md",
+                    "metrics.csv",
+                    "metrics.parquet",
+                    "embeddings.png",
+                    "metrics_vs_k.png",
+                    "summary.md",
+                    "summary.csv",
+                    "summary.parquet",
+                    "comparisons.csv",
+                    "comparisons.parquet",
+                )
+            ),
+        ]
+    ), report
     # Key records: the data and method keys, the sweep, and the one metric suite its cells share.
     assert sum(k.startswith("lab/keys/") for k in stored) == len(sweep.data) + len(sweep.methods) + 1 + 1
     assert sum(k.startswith("lab/keys/metric_suite/") for k in stored) == 1
@@ -66,7 +85,11 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
     env = {**os.environ, "LAB_STORAGE_OPTIONS": json.dumps({"endpoint_url": proxy.url})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--workers", "1", "--quiet"],
-        cwd=lab, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=lab,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         assert proxy.tripped.wait(120), "the run never uploaded an embedding"
@@ -122,7 +145,9 @@ def test_a_report_on_s3_is_replaced_whole_through_its_pointer(lab, s3, monkeypat
     monkeypatch.setattr(fs, "pipe", one_put_at_a_time)
     storage.replace_folder(folder, {n: b"1" for n in names})
     assert looks == [{b"0"}] * 3 and look() == {b"1"}
-    assert not [k for k in objects(s3, "lab/reports/s/") if k.rsplit("/", 1)[1] in names and k.count("/") == 3]  # flat ones gone
+    assert not [
+        k for k in objects(s3, "lab/reports/s/") if k.rsplit("/", 1)[1] in names and k.count("/") == 3
+    ]  # flat ones gone
 
     monkeypatch.setattr(fs, "pipe", lambda files: one_put_at_a_time(files, fail_after=2))
     with pytest.raises(OSError, match="connection reset"):  # the upload's failure reaches the caller

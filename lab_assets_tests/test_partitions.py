@@ -30,6 +30,7 @@ def test_add_keys_settles_a_key_another_process_inserted_first(tmp_path, monkeyp
 
 def test_add_keys_gives_up_after_a_second_failure(tmp_path, monkeypatch):
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+
         def always_fails(dimension, keys):
             raise IntegrityError("INSERT INTO dynamic_partitions", {}, Exception("UNIQUE constraint failed"))
 

@@ -7,28 +7,37 @@ import subprocess
 import time
 from importlib.metadata import version
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
-import dagster as dg
-from lab_assets.dr import keystore
 from lab_assets.core import keys, lineage, storage
-from lab_assets.defs.jobs import CELLS
 from lab_assets.core.keys import cell_key
+from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.jobs import CELLS
 from lab_assets.defs.work import Run
+from lab_assets.dr import keystore
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions, execute_run
 from lab_assets.runner.run import MATERIALIZED
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
-from lab_assets.dr.methods import METHODS
-from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
-from lab_assets.dr.sweep import load_sweep
 
 LINEAGE_KEYS = {
-    "config", "seed", "git_sha", "git_dirty", "code_version", "packages", "device",
-    "wall_seconds", "compute_seconds", "dagster/row_count", "path",
+    "config",
+    "seed",
+    "git_sha",
+    "git_dirty",
+    "code_version",
+    "packages",
+    "device",
+    "wall_seconds",
+    "compute_seconds",
+    "dagster/row_count",
+    "path",
 }
 
 
@@ -47,8 +56,14 @@ def plan(sweep):
 
 def git(folder, *args) -> str:
     env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
-                          env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def commit_project(folder) -> str:
@@ -132,7 +147,9 @@ def test_tiny_sweep_end_to_end(lab, monkeypatch):
     assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: 4}
     again = run_sweep(sweep, workers=1)
     assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
-    assert again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4  # datasets: per data key and again.count("report", FRESH) == 1
+    assert (
+        again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4
+    )  # datasets: per data key and again.count("report", FRESH) == 1
 
     # An uncommitted edit to a tracked file: a cell computed now records the same SHA, dirty.
     (lab / "sweeps" / "tiny.yaml").write_text((lab / "sweeps" / "tiny.yaml").read_text() + "# edited\n")
@@ -185,7 +202,9 @@ def test_same_cell_twice_gives_identical_numbers(lab):
     pd.testing.assert_frame_equal(pd.read_parquet(storage.asset_path("metrics", cell)), first_metrics)
     # And Dagster sees the same data version, so nothing downstream turns stale.
     mats = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=100).records
-    versions = [r.asset_materialization.tags["dagster/data_version"] for r in mats if r.asset_materialization.partition == cell]
+    versions = [
+        r.asset_materialization.tags["dagster/data_version"] for r in mats if r.asset_materialization.partition == cell
+    ]
     assert len(versions) == 2 and versions[0] == versions[1]
 
 
@@ -193,9 +212,7 @@ def test_a_bad_dataset_fails_alone(lab):
     rows = np.random.default_rng(0).normal(size=(60, 3))
     rows[7, 1] = np.nan
     pd.DataFrame(rows, columns=["a", "b", "c"]).to_csv(lab / "broken.csv", index=False)
-    text = (lab / "sweeps" / "tiny.yaml").read_text().replace(
-        "data:\n", "data:\n  file: {path: broken.csv}\n"
-    )
+    text = (lab / "sweeps" / "tiny.yaml").read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n")
     (lab / "sweeps" / "tiny.yaml").write_text(text)
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)

@@ -123,20 +123,27 @@ def test_lab_new_writes_entries_whose_tests_pass_as_written(lab, monkeypatch):
         scaffold.write("method", "my_proj", lab / "plugins")
     with pytest.raises(scaffold.NewEntryError, match=r"metric 'trustworthiness' exists already \(built-in\)"):
         scaffold.write("metric", "trustworthiness", lab / "plugins")
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "plugins"], cwd=lab,
-                           capture_output=True, text=True, timeout=300)
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "plugins"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert tests.returncode == 0 and "3 passed" in tests.stdout, tests.stdout[-3000:]
     monkeypatch.setenv("LAB_PLUGINS", "plugins")
     (lab / "sweeps" / "new.yaml").write_text(
-        "name: new\ndata:\n  my_circle: {n_samples: 40}\nmethods:\n  my_proj: {n_components: 40}\nmetrics:\n  my_overlap: {k: 5}\n")
+        "name: new\ndata:\n  my_circle: {n_samples: 40}\nmethods:\n  my_proj: {n_components: 40}\nmetrics:\n  my_overlap: {k: 5}\n"
+    )
     plan = lab_cli("sweep", "plan", "sweeps/new.yaml", cwd=lab)  # the new entries' limits, at plan time
     assert plan.returncode == 2, plan.stdout + plan.stderr
     assert "methods.my_proj.n_components: n_components=40 needs more points than the data has (40)" in plan.stderr
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +154,13 @@ def mylab(tmp_path_factory):
     (root / "pyproject.toml").write_text(PYPROJECT)
     pkg = root / "mylab"
     pkg.mkdir()
-    for name, text in {"__init__": "", "entries": ENTRIES, "ring": RING, "scaled": SCALED, "reducers": REDUCERS}.items():
+    for name, text in {
+        "__init__": "",
+        "entries": ENTRIES,
+        "ring": RING,
+        "scaled": SCALED,
+        "reducers": REDUCERS,
+    }.items():
         (pkg / f"{name}.py").write_text(text)
     _pip("uninstall", "-y", "mylab")  # one left by an interrupted run: its entry point names a folder since deleted
     done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "-e", str(root))
@@ -195,8 +208,10 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     ring = np.column_stack([np.cos(t), np.sin(t), 0.1 * t]) + 0.1 * generator.standard_normal((60, 3))
     np.testing.assert_allclose(features(raw), ring)
 
-    for method, direct in (("scaled", lambda X: X[:, :2] * 3.0),
-                           ("shuffled", lambda X: X[:, np.random.default_rng(0).permutation(X.shape[1])[:2]])):
+    for method, direct in (
+        ("scaled", lambda X: X[:, :2] * 3.0),
+        ("shuffled", lambda X: X[:, np.random.default_rng(0).permutation(X.shape[1])[:2]]),
+    ):
         for data_key, cell in by_method[method]:
             X = features(parquet_frame(asset_path("dataset", data_key)))
             Z = direct(X)
@@ -234,30 +249,41 @@ def test_lab_list_shows_plugins_with_their_origin_and_parameters(project):
     found = {kind: {e["name"]: e for e in entries} for kind, entries in json.loads(done.stdout).items()}
     assert found["datasets"]["ring"]["origin"] == "mylab.ring (mylab 0.1.0)"
     assert found["methods"]["scaled"]["parameters"] == [
-        {"name": "factor", "type": "float (gt=0)", "required": False, "default": 2.0}]
+        {"name": "factor", "type": "float (gt=0)", "required": False, "default": 2.0}
+    ]
     assert found["methods"]["pca"]["origin"] == "built-in"
     assert found["metrics"]["spread"] == {
-        "name": "spread", "origin": "labextra", "better": None,
+        "name": "spread",
+        "origin": "labextra",
+        "better": None,
         "doc": "Mean distance of the embedding's points from their centroid, to a power.",
-        "parameters": [{"name": "power", "type": "int", "required": False, "default": 1}]}
+        "parameters": [{"name": "power", "type": "int", "required": False, "default": 1}],
+    }
     text = lab_cli("list", "metrics", cwd=project).stdout
     assert "spread  [labextra]" in text and "trustworthiness  [built-in]" in text and "datasets:" not in text
 
 
 BAD_MODULES = {
-    "bad_import": ("import numpy\nraise RuntimeError('no GPU here')\n",
-                   "plugin bad_import (LAB_PLUGINS) does not import: RuntimeError: no GPU here"),
-    "bad_builtin": ("from lab_assets.dr.methods import METHODS\n\n@METHODS('umap')\ndef umap(seed, *, k: int = 1):\n"
-                    "    return None\n",
-                    "plugin bad_builtin (LAB_PLUGINS): method 'umap' of bad_builtin clashes with the built-in method 'umap'"),
-    "bad_twice": ("from lab_assets.dr.methods import METHODS\n\n@METHODS('scaled')\ndef s(seed, *, k: int = 1):\n"
-                  "    return None\n",
-                  "plugin bad_twice (LAB_PLUGINS): method 'scaled' of bad_twice clashes with the method 'scaled' of "
-                  "mylab.scaled (mylab 0.1.0)"),
-    "bad_signature": ("from lab_assets.dr.metrics import METRICS\n\n@METRICS('m')\ndef m(nb, k: int = 5):\n"
-                      "    return 0.0\n",
-                      "plugin bad_signature (LAB_PLUGINS): metric 'm' (bad_signature.m): signature (nb, k: int = 5) is not "
-                      "(nb, *, <parameters>): one positional argument, then keyword-only parameters"),
+    "bad_import": (
+        "import numpy\nraise RuntimeError('no GPU here')\n",
+        "plugin bad_import (LAB_PLUGINS) does not import: RuntimeError: no GPU here",
+    ),
+    "bad_builtin": (
+        "from lab_assets.dr.methods import METHODS\n\n@METHODS('umap')\ndef umap(seed, *, k: int = 1):\n"
+        "    return None\n",
+        "plugin bad_builtin (LAB_PLUGINS): method 'umap' of bad_builtin clashes with the built-in method 'umap'",
+    ),
+    "bad_twice": (
+        "from lab_assets.dr.methods import METHODS\n\n@METHODS('scaled')\ndef s(seed, *, k: int = 1):\n"
+        "    return None\n",
+        "plugin bad_twice (LAB_PLUGINS): method 'scaled' of bad_twice clashes with the method 'scaled' of "
+        "mylab.scaled (mylab 0.1.0)",
+    ),
+    "bad_signature": (
+        "from lab_assets.dr.metrics import METRICS\n\n@METRICS('m')\ndef m(nb, k: int = 5):\n    return 0.0\n",
+        "plugin bad_signature (LAB_PLUGINS): metric 'm' (bad_signature.m): signature (nb, k: int = 5) is not "
+        "(nb, *, <parameters>): one positional argument, then keyword-only parameters",
+    ),
 }
 
 
@@ -274,35 +300,63 @@ def test_each_bad_plugin_is_refused_in_its_own_line_and_nothing_runs(project, mo
 
 
 BAD_ESTIMATORS = {
-    "missing": ("mylab.reducers:Missing", "", "methods.missing.estimator: 'mylab.reducers:Missing' does not resolve: "
-                "module 'mylab.reducers' has no 'Missing'"),
-    "nowhere": ("mylab.nowhere:Shuffled", "", "methods.nowhere.estimator: 'mylab.nowhere:Shuffled' does not resolve: "
-                "module 'mylab.nowhere' does not import: ModuleNotFoundError: No module named 'mylab.nowhere'"),
-    "nofit": ("mylab.reducers:NoFit", "", "methods.nofit.estimator: 'mylab.reducers:NoFit' is not a "
-              "scikit-learn-compatible class: it has no fit_transform"),
-    "typo": ("mylab.reducers:Shuffled", ", n_componets: 2", "methods.typo.n_componets: unknown field; allowed: n_components"),
-    "pca": ("mylab.reducers:Shuffled", "", "methods.pca.estimator: 'pca' is a registered method's name: name the "
-            "class's entry otherwise"),
+    "missing": (
+        "mylab.reducers:Missing",
+        "",
+        "methods.missing.estimator: 'mylab.reducers:Missing' does not resolve: "
+        "module 'mylab.reducers' has no 'Missing'",
+    ),
+    "nowhere": (
+        "mylab.nowhere:Shuffled",
+        "",
+        "methods.nowhere.estimator: 'mylab.nowhere:Shuffled' does not resolve: "
+        "module 'mylab.nowhere' does not import: ModuleNotFoundError: No module named 'mylab.nowhere'",
+    ),
+    "nofit": (
+        "mylab.reducers:NoFit",
+        "",
+        "methods.nofit.estimator: 'mylab.reducers:NoFit' is not a "
+        "scikit-learn-compatible class: it has no fit_transform",
+    ),
+    "typo": (
+        "mylab.reducers:Shuffled",
+        ", n_componets: 2",
+        "methods.typo.n_componets: unknown field; allowed: n_components",
+    ),
+    "pca": (
+        "mylab.reducers:Shuffled",
+        "",
+        "methods.pca.estimator: 'pca' is a registered method's name: name the class's entry otherwise",
+    ),
 }
 
 
 def test_each_bad_estimator_path_is_refused_naming_its_field(project):
-    methods = "".join(f'  {name}: {{estimator: "{path}"{params}}}\n' for name, (path, params, _) in BAD_ESTIMATORS.items())
+    methods = "".join(
+        f'  {name}: {{estimator: "{path}"{params}}}\n' for name, (path, params, _) in BAD_ESTIMATORS.items()
+    )
     (project / "sweeps" / "bad.yaml").write_text("name: bad\ndata:\n  ring: {}\nmethods:\n" + methods)
     done = lab_cli("sweep", "plan", "sweeps/bad.yaml", cwd=project)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.splitlines() == ["lab: invalid sweep", *(f"sweeps/bad.yaml: {line}" for *_, line in BAD_ESTIMATORS.values())]
+    assert done.stderr.splitlines() == [
+        "lab: invalid sweep",
+        *(f"sweeps/bad.yaml: {line}" for *_, line in BAD_ESTIMATORS.values()),
+    ]
 
 
 def test_a_scikit_learn_class_by_path_computes_what_the_built_in_entry_does():
     from lab_assets.dr.methods import METHODS
 
     entry = estimator_paths.entry("sklearn.decomposition:PCA")
-    assert entry.packages == ("scikit-learn",) and entry.origin.endswith(f"(scikit-learn {package_version('scikit-learn')})")
+    assert entry.packages == ("scikit-learn",) and entry.origin.endswith(
+        f"(scikit-learn {package_version('scikit-learn')})"
+    )
     assert "random_state" not in entry.params_model.model_fields and entry(3).random_state == 3
     params = entry.validate({"n_components": 2, "svd_solver": "full"})
     X = np.random.default_rng(0).normal(size=(50, 6))
-    np.testing.assert_array_equal(entry(0, **params).fit_transform(X), METHODS["pca"](0, n_components=2).fit_transform(X))
+    np.testing.assert_array_equal(
+        entry(0, **params).fit_transform(X), METHODS["pca"](0, n_components=2).fit_transform(X)
+    )
 
 
 def test_a_class_in_the_project_folder_is_found_by_path(lab):

@@ -20,7 +20,9 @@ from lab_assets_tests.conftest import lab_project
 # Random examples on every run (a failure prints the blob that reproduces it: `@reproduce_failure`),
 # each in a lab home of its own (`example_lab`): nothing one example wrote is seen by the next.
 SETTINGS = settings(
-    max_examples=int(os.environ.get("LAB_PROPERTY_EXAMPLES", "60")), deadline=None, print_blob=True,
+    max_examples=int(os.environ.get("LAB_PROPERTY_EXAMPLES", "60")),
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -33,12 +35,21 @@ def example_lab(tmp_path_factory):
         finally:
             instance.get_instance.cache_clear()
 
+
 # -- generated values: YAML scalars, lists and mappings, the kinds a person might write --------
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**12), 10**12), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12), st.sampled_from(["auto", "euclidean", "data", "embedding", "0 3 * * *", "1e3", ""]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["auto", "euclidean", "data", "embedding", "0 3 * * *", "1e3", ""]),
 )
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)), max_leaves=6)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6,
+)
 
 
 def entries(registry):
@@ -80,22 +91,29 @@ valid = st.fixed_dictionaries(
         "name": st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
         "data": st.dictionaries(
             st.sampled_from(["swissroll", "s_curve", "torus", "gaussian_blobs"]),
-            st.fixed_dictionaries({"n_samples": st.integers(50, 300)}), min_size=1, max_size=2,
+            st.fixed_dictionaries({"n_samples": st.integers(50, 300)}),
+            min_size=1,
+            max_size=2,
         ),
         "seeds": st.lists(st.integers(0, 100), min_size=1, max_size=2, unique=True),
         "methods": st.dictionaries(
             st.sampled_from(["pca", "isomap", "umap", "spectral", "random_projection", "mds"]),
-            st.fixed_dictionaries({"n_components": st.integers(1, 2)}), min_size=1, max_size=3,
+            st.fixed_dictionaries({"n_components": st.integers(1, 2)}),
+            min_size=1,
+            max_size=3,
         ),
         "metrics": st.dictionaries(
             st.sampled_from(["trustworthiness", "continuity", "knn_preservation", "lid"]),
-            st.fixed_dictionaries({"k": st.lists(st.integers(2, 24), min_size=1, max_size=2, unique=True)}), max_size=3,
+            st.fixed_dictionaries({"k": st.lists(st.integers(2, 24), min_size=1, max_size=2, unique=True)}),
+            max_size=3,
         ),
     }
 )
 
 # `<file>: <field>: <problem>`, the field's parts plain or JSON-quoted (an empty key, one with a colon)
-FIELD_LINE = re.compile(r'^(?P<file>[^:]+): (?:(?P<field>(?:[\w@=,.-]|"(?:[^"\\]|\\.)*")+): |not valid YAML|expected a mapping)')
+FIELD_LINE = re.compile(
+    r'^(?P<file>[^:]+): (?:(?P<field>(?:[\w@=,.-]|"(?:[^"\\]|\\.)*")+): |not valid YAML|expected a mapping)'
+)
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:
@@ -138,10 +156,39 @@ def test_valid_sweeps_plan(tmp_path_factory, capsys, doc):
 
 
 tokens = st.one_of(
-    st.sampled_from(["sweep", "plan", "run", "report", "query", "logs", "verify", "study", "show", "ui", "--json",
-                     "--quiet", "--verbose", "--verify", "--workers", "--format", "--port", "--submit", "0", "-1", "abc",
-                     "csv", "--help-me", "-h", "--help",
-                     "sweeps/none.yaml", "sweeps", "SELECT 1", "COPY (SELECT 1) TO 'x'"]),
+    st.sampled_from(
+        [
+            "sweep",
+            "plan",
+            "run",
+            "report",
+            "query",
+            "logs",
+            "verify",
+            "study",
+            "show",
+            "ui",
+            "--json",
+            "--quiet",
+            "--verbose",
+            "--verify",
+            "--workers",
+            "--format",
+            "--port",
+            "--submit",
+            "0",
+            "-1",
+            "abc",
+            "csv",
+            "--help-me",
+            "-h",
+            "--help",
+            "sweeps/none.yaml",
+            "sweeps",
+            "SELECT 1",
+            "COPY (SELECT 1) TO 'x'",
+        ]
+    ),
     st.text(max_size=8),
 )
 
@@ -158,7 +205,9 @@ def test_any_command_line_exits_cleanly(tmp_path_factory, capsys, argv):
         code, out, err = _run(argv, capsys)
     assert "Traceback" not in err
     if code == 0:  # only help asked for (-h, --help or an abbreviation) ends well
-        assert out.startswith("usage: lab") and any(a.startswith("-h") or "--help".startswith(a) for a in argv if len(a) > 1), argv
+        assert out.startswith("usage: lab") and any(
+            a.startswith("-h") or "--help".startswith(a) for a in argv if len(a) > 1
+        ), argv
     else:
         assert code == 2, (argv, code, out, err)
         assert err.strip(), argv  # says why

@@ -28,8 +28,13 @@ def _second_home(lab, monkeypatch, name: str, endpoint: str):
     home.mkdir(parents=True)
     yaml = (lab / ".lab" / "dagster" / "dagster.yaml").read_text()
     (home / "dagster.yaml").write_text(yaml.replace(str(lab / ".lab" / "dagster"), str(home)))
-    env = {"LAB_PROJECT_DIR": folder, "LAB_HOME": folder / ".lab", "DAGSTER_HOME": home, "LAB_RESULTS_CACHE": CACHE,
-           "LAB_RESULTS_CACHE_OPTIONS": json.dumps({"endpoint_url": endpoint})}
+    env = {
+        "LAB_PROJECT_DIR": folder,
+        "LAB_HOME": folder / ".lab",
+        "DAGSTER_HOME": home,
+        "LAB_RESULTS_CACHE": CACHE,
+        "LAB_RESULTS_CACHE_OPTIONS": json.dumps({"endpoint_url": endpoint}),
+    }
     for var, value in env.items():
         monkeypatch.setenv(var, str(value))
     instance.get_instance.cache_clear()

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys
-from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
 from lab_assets.core.keys import cell_key
+from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, TRIAL, job_name
 from lab_assets.defs.partitions import trial_cell_key
 from lab_assets.defs.work import Fresh, Phase, Run, Work, requests
+from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run, split
 from lab_assets.runner.webserver import SubmitError, Webserver
-from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import free_port, lab_cli
 
 
@@ -34,8 +34,10 @@ class Recorder:
 
     def execute(self, runs, tags, on_done):
         self.batches.append([(r.job, name(r.partition), {**tags, **r.tags}) for r in runs])
-        outcomes = [Outcome(r.job, name(r.partition), FAILED if name(r.partition) in self.failing else MATERIALIZED, "boom")
-                    for r in runs]
+        outcomes = [
+            Outcome(r.job, name(r.partition), FAILED if name(r.partition) in self.failing else MATERIALIZED, "boom")
+            for r in runs
+        ]
         for o in outcomes:
             on_done(o)
         return outcomes
@@ -43,16 +45,24 @@ class Recorder:
 
 def _sweep_like_work(recheck=None) -> Work:
     cells = [Run(CELLS, cell_key(d, m), {"t": m}, needs=(DATASETS, d)) for d in ("a", "b") for m in ("x", "y")]
-    return Work((
-        Phase("datasets", (Run(DATASETS, "a"), Run(DATASETS, "b")), (Fresh(DATASETS, "c"),)),
-        Phase("cells", tuple(cells), (Fresh(CELLS, "c|x"),), recheck=True),
-        Phase("report", (Run(METRIC_TABLE, None), Run(REPORT, "s", needs=(METRIC_TABLE, None))), in_order=True),
-    ), {"lab_assets/sweep": "s"}, recheck)
+    return Work(
+        (
+            Phase("datasets", (Run(DATASETS, "a"), Run(DATASETS, "b")), (Fresh(DATASETS, "c"),)),
+            Phase("cells", tuple(cells), (Fresh(CELLS, "c|x"),), recheck=True),
+            Phase("report", (Run(METRIC_TABLE, None), Run(REPORT, "s", needs=(METRIC_TABLE, None))), in_order=True),
+        ),
+        {"lab_assets/sweep": "s"},
+        recheck,
+    )
 
 
 def test_outcomes_say_materialized_fresh_failed_or_skipped_and_why():
     ticks = []
-    result = run(_sweep_like_work(), Recorder(failing={"b"}), lambda label, total: lambda o: ticks.append((label, total, o.status)))
+    result = run(
+        _sweep_like_work(),
+        Recorder(failing={"b"}),
+        lambda label, total: lambda o: ticks.append((label, total, o.status)),
+    )
     by = {(o.job, o.partition): o for o in result.outcomes}
     assert by[DATASETS, "b"].status == FAILED and by[DATASETS, "a"].status == MATERIALIZED
     assert by[DATASETS, "c"].status == FRESH and by[CELLS, "c|x"].status == FRESH
@@ -60,7 +70,9 @@ def test_outcomes_say_materialized_fresh_failed_or_skipped_and_why():
     assert {o.why for o in result.skipped} == {"its dataset failed"}
     assert result.count(CELLS) == 2 and result.count(CELLS, FRESH) == 1 and result.count(REPORT) == 1
     # One tick per run of a phase, skipped runs included; a progress total per phase.
-    assert [(label, total) for label, total, _ in ticks] == [("datasets", 2)] * 2 + [("cells", 4)] * 4 + [("report", 2)] * 2
+    assert [(label, total) for label, total, _ in ticks] == [("datasets", 2)] * 2 + [("cells", 4)] * 4 + [
+        ("report", 2)
+    ] * 2
 
 
 def test_phases_run_in_order_with_the_works_tags_and_in_order_phases_one_run_at_a_time():
@@ -76,12 +88,15 @@ def test_phases_run_in_order_with_the_works_tags_and_in_order_phases_one_run_at_
     assert target.batches[1][0][2]["t"] == "x"  # a run's own tags on top of the work's
 
 
-@pytest.mark.parametrize("status, step, expected", [
-    (MATERIALIZED, "", [(DATASETS, MATERIALIZED), (CELLS, MATERIALIZED)]),
-    (FAILED, "raw_dataset", [(DATASETS, FAILED), (CELLS, SKIPPED)]),  # as two runs would have said
-    (FAILED, "model_and_embedding", [(DATASETS, MATERIALIZED), (CELLS, FAILED)]),
-    (FAILED, "", [(CELLS, FAILED)]),  # a webserver's run: which steps ran is not known
-])
+@pytest.mark.parametrize(
+    "status, step, expected",
+    [
+        (MATERIALIZED, "", [(DATASETS, MATERIALIZED), (CELLS, MATERIALIZED)]),
+        (FAILED, "raw_dataset", [(DATASETS, FAILED), (CELLS, SKIPPED)]),  # as two runs would have said
+        (FAILED, "model_and_embedding", [(DATASETS, MATERIALIZED), (CELLS, FAILED)]),
+        (FAILED, "", [(CELLS, FAILED)]),  # a webserver's run: which steps ran is not known
+    ],
+)
 def test_a_new_cells_run_counts_as_its_dataset_and_the_cell(status, step, expected):
     outcome = Outcome(CELLS_WITH_DATA, "a|x", status, "boom" if status == FAILED else "", 1.0, "run-1", step)
     parts = split(outcome)
@@ -106,8 +121,13 @@ def test_a_report_whose_metric_table_failed_is_skipped():
 
 
 def test_recheck_replaces_a_phase_only_after_an_earlier_phase_ran():
-    fresh_after_all = Work((Phase("datasets", ()), Phase("cells", (), (Fresh(CELLS, "a|x", "its dataset did not change"),), recheck=True),
-                            Phase("report", ())))
+    fresh_after_all = Work(
+        (
+            Phase("datasets", ()),
+            Phase("cells", (), (Fresh(CELLS, "a|x", "its dataset did not change"),), recheck=True),
+            Phase("report", ()),
+        )
+    )
     calls = []
 
     def recheck():
@@ -142,7 +162,9 @@ class NoJobsHere(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps({"data": {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": []}}}).encode()
+        body = json.dumps(
+            {"data": {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": []}}}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -162,7 +184,10 @@ def test_a_webserver_without_the_job_refuses_with_the_url_and_the_reason():
             Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
     finally:
         server.shutdown()
-    assert str(e.value) == f"{url} refused launching datasets a: JobNotFoundError: No jobs with the name `{job_name(DATASETS)}` exist"
+    assert (
+        str(e.value)
+        == f"{url} refused launching datasets a: JobNotFoundError: No jobs with the name `{job_name(DATASETS)}` exist"
+    )
 
 
 def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
@@ -174,7 +199,9 @@ def test_cli_submit_to_an_unreachable_webserver_exits_1_with_the_url(lab):
 
 @pytest.mark.slow
 def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab):
-    pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
+    pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(
+        lab / "broken.csv", index=False
+    )
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n"))
     sweep = load_sweep(path)
@@ -190,16 +217,17 @@ def test_cli_reports_a_failed_dataset_and_its_skipped_cells_in_text_and_json(lab
 
     summary = json.loads(lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)
     assert sorted((o["job"], o["partition"], o["status"]) for o in summary["failed"]) == [
-        ("datasets", cell, "failed") for cell in skipped]
+        ("datasets", cell, "failed") for cell in skipped
+    ]
     assert sorted(o["partition"] for o in summary["skipped"]) == skipped
     assert {o["why"] for o in summary["skipped"]} == {"its dataset failed"}
     assert summary["materialized"]["cells"] == 0 and summary["fresh"]["cells"] == 4
 
 
 def test_slow_methods_cells_start_first_and_new_cells_bring_their_dataset(lab):
+    from lab_assets.defs.work import sweep_work
     from lab_assets.dr.sweep import parse_sweep
     from lab_assets.runner.sweeps import register_and_plan
-    from lab_assets.defs.work import sweep_work
 
     sweep = parse_sweep(
         "name: order\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0, 1]\n"

@@ -8,11 +8,11 @@ import dagster as dg
 from lab_assets.core import keys
 from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
-from lab_assets.runtime.instance import get_instance
 from lab_assets.defs.sensors import SWEEP_TAG, sweep_launches, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.backfills import requested_partitions
+from lab_assets.runtime.instance import get_instance
 
 
 def evaluate(sensor, cursor=None):
@@ -71,7 +71,9 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
     parts = requested_partitions(request)
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     expected = (
-        {(asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in cells}  # no `model`: nothing trainable
+        {
+            (asset, cell) for asset in ("raw_dataset", "dataset", "embedding", "metrics") for cell in cells
+        }  # no `model`: nothing trainable
         | {("metric_table", None), ("report", "tiny")}
     )
     assert parts == expected  # exactly: a superset (other sweeps' cells, `model` of PCA) fails
@@ -105,9 +107,14 @@ def _submit_as_the_daemon_does(request: dg.RunRequest, backfill_id: str, tags: d
     from dagster._core.execution.backfill import PartitionBackfill
 
     backfill = PartitionBackfill.from_asset_graph_subset(
-        backfill_id=backfill_id, backfill_timestamp=time.time(), tags=tags or request.tags,
-        dynamic_partitions_store=get_instance(), asset_graph_subset=request.asset_graph_subset,
-        title=None, description=None, run_config=None,
+        backfill_id=backfill_id,
+        backfill_timestamp=time.time(),
+        tags=tags or request.tags,
+        dynamic_partitions_store=get_instance(),
+        asset_graph_subset=request.asset_graph_subset,
+        title=None,
+        description=None,
+        run_config=None,
     )
     get_instance().add_backfill(backfill)
     return backfill
@@ -142,8 +149,12 @@ def _launch_from_the_ui(name: str) -> dg.AssetMaterialization:
 def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
     tiny = load_sweep(lab / "sweeps" / "tiny.yaml")
     other_path = lab / "sweeps" / "other.yaml"
-    other_path.write_text((lab / "sweeps" / "tiny.yaml").read_text().replace("name: tiny", "name: other")
-                          .replace("n_neighbors: 12", "n_neighbors: 7"))
+    other_path.write_text(
+        (lab / "sweeps" / "tiny.yaml")
+        .read_text()
+        .replace("name: tiny", "name: other")
+        .replace("n_neighbors: 12", "n_neighbors: 7")
+    )
     other = load_sweep(other_path)
     run_sweep(other, workers=1)  # the other sweep shares tiny's data and pca cells
     register_and_plan(tiny)
@@ -156,7 +167,9 @@ def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
     rows = [line for line in meta["cells"].splitlines() if "|" in line][2:]  # the Markdown table's cells
     assert meta["cell_count"] == len(rows) == 4
     # One row per cell, its key's "|" escaped so that it stays one Markdown column, then its labels.
-    assert [r.split(" | ")[0].strip("| ").replace("\\|", "|") for r in rows] == [keys.cell_key(d, m) for d, m in tiny.cells]
+    assert [r.split(" | ")[0].strip("| ").replace("\\|", "|") for r in rows] == [
+        keys.cell_key(d, m) for d, m in tiny.cells
+    ]
     assert all(r.count(" | ") == 2 for r in rows) and "swissroll seed=0" in rows[0] and "isomap" in rows[1]
 
     [request] = evaluate(sweep_launches).run_requests

@@ -20,8 +20,10 @@ import pytest
 from lab_assets.runner import service
 from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, wait_for
 
-SLOW = ("name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
-        "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n")
+SLOW = (
+    "name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
+    "methods:\n  tsne: {max_iter: 1000}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+)
 
 
 @pytest.fixture
@@ -64,8 +66,14 @@ def _project(root: Path, name: str, sweep: str = TINY_SWEEP) -> Path:
 
 
 def _lab(*args, cwd: Path, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 def _table(project: Path) -> pd.DataFrame:
@@ -115,8 +123,12 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
         assert warm.stdout == cold.stdout and warm.stdout, (warm.stdout, cold.stdout)
     assert [s["pid"] for s in service.running()] == [running["pid"]]
     log = Path(running["log"]).read_text()
-    for args in ("sweep run sweeps/s.yaml --workers 2", "sweep plan sweeps/s.yaml", "report sweeps/s.yaml",
-                 "verify sweeps/s.yaml"):
+    for args in (
+        "sweep run sweeps/s.yaml --workers 2",
+        "sweep plan sweeps/s.yaml",
+        "report sweeps/s.yaml",
+        "verify sweeps/s.yaml",
+    ):
         assert f": lab {args} (in {a})" in log, log  # each ran in the service, in its own folder
 
     # A no-op is answered by the client without the service; a bad file is refused with exit 2.
@@ -139,8 +151,12 @@ def _slow_sweep_under_way(tmp_path: Path, *args: str, **popen) -> tuple[Path, di
     assert _lab("service", "start", cwd=project).returncode == 0
     [running] = service.running()
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml", "--workers",
-                             "2", *args], cwd=project, env=os.environ.copy(), **popen)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml", "--workers", "2", *args],
+        cwd=project,
+        env=os.environ.copy(),
+        **popen,
+    )
     return project, running, proc
 
 
@@ -148,8 +164,9 @@ def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, se
     project, running, proc = _slow_sweep_under_way(tmp_path, start_new_session=True)
     try:
         embeddings = project / ".lab"
-        wait_for(lambda: any(embeddings.rglob("embedding/**/*.parquet")) or proc.poll() is not None, 300,
-                 "a first embedding")
+        wait_for(
+            lambda: any(embeddings.rglob("embedding/**/*.parquet")) or proc.poll() is not None, 300, "a first embedding"
+        )
         assert proc.poll() is None, proc.communicate()
         os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the client only
         out, err = proc.communicate(timeout=120)
@@ -210,8 +227,9 @@ def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp
 
 
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
-    project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", stdout=subprocess.DEVNULL,
-                                                   stderr=subprocess.DEVNULL)
+    project, running, proc = _slow_sweep_under_way(
+        tmp_path, "--quiet", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_for(lambda: any((project / ".lab").rglob("embedding/**/*.parquet")), 300, "a first embedding")
     proc.kill()
     proc.wait()

@@ -114,28 +114,34 @@ def test_lab_variables_and_dagster_home_are_read_in_settings_only():
     assert not offenders, "read these through lab_assets/core/settings.py:\n" + "\n".join(offenders)
 
 
-@pytest.mark.parametrize("source", [
-    "import os\nos.environ.get('LAB_HOME')",
-    "import os\nos.environ['DAGSTER_HOME']",
-    "import os\nos.getenv('LAB_EXECUTOR', 'in_process')",
-    "from os import environ\nif 'LAB_STORAGE_URL' in environ: pass",
-    "from os import getenv\ngetenv('LAB_DEVICE')",
-    "import os\nIDLE = 'LAB_SERVICE_IDLE'\nfloat(os.environ.get(IDLE, '1800'))",
-    "import os\nfrom lab_assets.core.settings import SERVICE_VAR as SWITCH\nos.environ.get(SWITCH)",
-    "import os\nfrom lab_assets.core import settings\nos.environ[settings.HOME_VAR]",
-    "import os\n{k: os.environ.get(k) for k in ('LAB_STORAGE_OPTIONS', 'LAB_EXECUTOR')}",
-    "import os\nurl = os.environ.pop('LAB_STORAGE_URL', None)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.environ.get('LAB_HOME')",
+        "import os\nos.environ['DAGSTER_HOME']",
+        "import os\nos.getenv('LAB_EXECUTOR', 'in_process')",
+        "from os import environ\nif 'LAB_STORAGE_URL' in environ: pass",
+        "from os import getenv\ngetenv('LAB_DEVICE')",
+        "import os\nIDLE = 'LAB_SERVICE_IDLE'\nfloat(os.environ.get(IDLE, '1800'))",
+        "import os\nfrom lab_assets.core.settings import SERVICE_VAR as SWITCH\nos.environ.get(SWITCH)",
+        "import os\nfrom lab_assets.core import settings\nos.environ[settings.HOME_VAR]",
+        "import os\n{k: os.environ.get(k) for k in ('LAB_STORAGE_OPTIONS', 'LAB_EXECUTOR')}",
+        "import os\nurl = os.environ.pop('LAB_STORAGE_URL', None)",
+    ],
+)
 def test_the_scan_finds_a_read(source):
     assert reads(source), source
 
 
-@pytest.mark.parametrize("source", [
-    "import os\nos.environ['DAGSTER_HOME'] = '/x'",  # a write: this process's children inherit it
-    "import os\nenv = {**os.environ, 'LAB_HOME': '/x'}",  # a child's environment
-    "import os\nfor var in ('LAB_HOME', 'LAB_EXECUTOR'):\n    os.environ.pop(var, None)",
-    "import os\nos.environ.get('WANDB_MODE')",  # not a lab setting
-    "import os\ndict(os.environ)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.environ['DAGSTER_HOME'] = '/x'",  # a write: this process's children inherit it
+        "import os\nenv = {**os.environ, 'LAB_HOME': '/x'}",  # a child's environment
+        "import os\nfor var in ('LAB_HOME', 'LAB_EXECUTOR'):\n    os.environ.pop(var, None)",
+        "import os\nos.environ.get('WANDB_MODE')",  # not a lab setting
+        "import os\ndict(os.environ)",
+    ],
+)
 def test_the_scan_leaves_writes_and_other_variables_alone(source):
     assert not reads(source), source

@@ -11,8 +11,14 @@ from lab_assets.runner.sweeps import register_and_plan, run_sweep
 from lab_assets.runtime.instance import get_instance
 
 METRICS = "metrics:\n  trustworthiness: {k: [5, 10]}\n"
-FIRST = "name: first\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0, 1]\nmethods:\n  pca: {}\n  isomap: {n_neighbors: 12}\n" + METRICS
-SECOND = "name: second\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n  isomap: {n_neighbors: 20}\n" + METRICS
+FIRST = (
+    "name: first\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0, 1]\nmethods:\n  pca: {}\n  isomap: {n_neighbors: 12}\n"
+    + METRICS
+)
+SECOND = (
+    "name: second\ndata:\n  swissroll: {n_samples: 120, noise: 0.05}\nseeds: [0]\nmethods:\n  pca: {}\n  isomap: {n_neighbors: 20}\n"
+    + METRICS
+)
 
 
 def _report(name: str):
@@ -21,8 +27,11 @@ def _report(name: str):
 
 def _materialization_count(asset: str, partition: str) -> int:
     key = dg.MultiPartitionKey(dict(zip(("data", "method"), keys.parse_cell_key(partition))))
-    records = get_instance().fetch_materializations(
-        dg.AssetRecordsFilter(dg.AssetKey(asset), asset_partitions=[str(key)]), limit=10).records
+    records = (
+        get_instance()
+        .fetch_materializations(dg.AssetRecordsFilter(dg.AssetKey(asset), asset_partitions=[str(key)]), limit=10)
+        .records
+    )
     return len(records)
 
 

@@ -22,7 +22,10 @@ def session(*tests: str, ci: str) -> subprocess.CompletedProcess:
 
 
 def test_an_unexpected_skip_fails_under_ci_and_a_gpu_test_without_cuda_does_not():
-    demo, gpu = "lab_assets_tests/test_skip_guard.py::test_demo_skip", "lab_assets_tests/test_gpu.py::test_cuda_is_detected_with_bf16_and_compile"
+    demo, gpu = (
+        "lab_assets_tests/test_skip_guard.py::test_demo_skip",
+        "lab_assets_tests/test_gpu.py::test_cuda_is_detected_with_bf16_and_compile",
+    )
     r = session(demo, gpu, ci="true")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 test(s) skipped that must run here" in r.stdout

@@ -12,13 +12,13 @@ from sklearn.manifold import trustworthiness as sk_trustworthiness
 from sklearn.neighbors import NearestNeighbors
 
 from benchmarks.run_all import SCALING_SWEEP  # the performance suite's 1,000 cells
-from lab_assets_tests.conftest import REPO
 from lab_assets.core import keys, storage
 from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
 from lab_assets.runtime.instance import get_instance
+from lab_assets_tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -50,9 +50,18 @@ def check_table(sweep, ks: list[int]):
         Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
         assert np.isfinite(Z).all(), row["partition"]
         for k in ks:
-            assert row[f"trustworthiness@k={k}"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=k), abs=1e-9), (row["partition"], k)
-            assert row[f"continuity@k={k}"] == pytest.approx(sk_trustworthiness(Z, X, n_neighbors=k), abs=1e-9), (row["partition"], k)
-            assert row[f"knn_preservation@k={k}"] == pytest.approx(reference_preservation(X, Z, k), abs=1e-9), (row["partition"], k)
+            assert row[f"trustworthiness@k={k}"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=k), abs=1e-9), (
+                row["partition"],
+                k,
+            )
+            assert row[f"continuity@k={k}"] == pytest.approx(sk_trustworthiness(Z, X, n_neighbors=k), abs=1e-9), (
+                row["partition"],
+                k,
+            )
+            assert row[f"knn_preservation@k={k}"] == pytest.approx(reference_preservation(X, Z, k), abs=1e-9), (
+                row["partition"],
+                k,
+            )
             checked += 3
     return table, checked
 

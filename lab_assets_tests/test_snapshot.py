@@ -40,12 +40,22 @@ def shape() -> dict:
         }
     checks = sorted(
         f"{spec.asset_key.to_user_string()}:{spec.name}{' (blocking)' if spec.blocking else ''}"
-        for a in defs.assets if isinstance(a, dg.AssetsDefinition) for spec in a.check_specs
+        for a in defs.assets
+        if isinstance(a, dg.AssetsDefinition)
+        for spec in a.check_specs
     )
     jobs = {j.name: sorted(k.to_user_string() for k in j.selection.resolve(graph)) for j in defs.jobs}
-    sensors = {s.name: {"minimum_interval_seconds": s.minimum_interval_seconds, "default_status": s.default_status.value}
-               for s in defs.sensors}
-    return {"assets": assets, "checks": checks, "jobs": jobs, "sensors": sensors, "schedules": sorted(s.name for s in defs.schedules or [])}
+    sensors = {
+        s.name: {"minimum_interval_seconds": s.minimum_interval_seconds, "default_status": s.default_status.value}
+        for s in defs.sensors
+    }
+    return {
+        "assets": assets,
+        "checks": checks,
+        "jobs": jobs,
+        "sensors": sensors,
+        "schedules": sorted(s.name for s in defs.schedules or []),
+    }
 
 
 def test_definitions_match_the_snapshot():
@@ -56,5 +66,7 @@ def test_definitions_match_the_snapshot():
         SNAPSHOT.write_text(current)
         pytest.skip(f"snapshot written to {SNAPSHOT}: review its diff and commit it")
     expected = SNAPSHOT.read_text()
-    diff = "".join(difflib.unified_diff(expected.splitlines(True), current.splitlines(True), "snapshot", "definitions now"))
+    diff = "".join(
+        difflib.unified_diff(expected.splitlines(True), current.splitlines(True), "snapshot", "definitions now")
+    )
     assert not diff, f"the asset graph changed (accept with LAB_UPDATE_SNAPSHOTS=1):\n{diff}"

@@ -12,7 +12,11 @@ from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 
-TW5, TW10, LID = MetricConfig("trustworthiness", {"k": 5}), MetricConfig("trustworthiness", {"k": 10}), MetricConfig("lid", {"k": 10})
+TW5, TW10, LID = (
+    MetricConfig("trustworthiness", {"k": 5}),
+    MetricConfig("trustworthiness", {"k": 10}),
+    MetricConfig("lid", {"k": 10}),
+)
 
 
 def data(seed=0, noise=0.0):
@@ -48,10 +52,16 @@ def test_data_and_method_versions_are_code_plus_parameters_plus_seed():
 def test_a_column_version_is_its_metric_code_and_the_shared_code():
     tw, cont = specs.column_version("trustworthiness"), specs.column_version("continuity")
     assert len(tw) == 12 and tw != cont
-    assert specs.column_versions([TW5, TW10, LID]) == {"trustworthiness@k=5": tw, "trustworthiness@k=10": tw, "lid@k=10": specs.column_version("lid")}
+    assert specs.column_versions([TW5, TW10, LID]) == {
+        "trustworthiness@k=5": tw,
+        "trustworthiness@k=10": tw,
+        "lid@k=10": specs.column_version("lid"),
+    }
     assert specs.suite_version({"a": "1"}) != specs.suite_version({"a": "2"}) != specs.suite_version({"b": "2"})
     assert len(specs.suite_version({"a": "1"})) == 16
-    assert specs.suite_record([TW5]) == {"trustworthiness@k=5": {"metric": "trustworthiness", "params": {"k": 5}, "version": tw}}
+    assert specs.suite_record([TW5]) == {
+        "trustworthiness@k=5": {"metric": "trustworthiness", "params": {"k": 5}, "version": tw}
+    }
 
 
 def test_an_observed_suite_covering_the_current_one_stays(lab):
@@ -72,10 +82,17 @@ def test_a_suite_stops_covering_when_a_column_is_new_or_its_code_changed(lab):
     assert specs.metric_version([TW5, LID], narrow) == specs.suite_version(specs.column_versions([TW5, LID]))
     assert specs.owed_suite([TW5, LID], narrow) == [TW5, LID]
     # The current column computed by other code.
-    old_code = record(lab, "old-code-suite", {"trustworthiness@k=5": {"metric": "trustworthiness", "params": {"k": 5}, "version": "old"}})
+    old_code = record(
+        lab,
+        "old-code-suite",
+        {"trustworthiness@k=5": {"metric": "trustworthiness", "params": {"k": 5}, "version": "old"}},
+    )
     assert specs.metric_version([TW5], old_code) == current
     # A removed column whose metric's code changed since (or that is no longer registered).
-    for gone in ({"metric": "lid", "params": {"k": 10}, "version": "old"}, {"metric": "removed_metric", "params": {}, "version": "x"}):
+    for gone in (
+        {"metric": "lid", "params": {"k": 10}, "version": "old"},
+        {"metric": "removed_metric", "params": {}, "version": "x"},
+    ):
         stale_extra = record(lab, f"stale-extra-{gone['metric']}", {**specs.suite_record([TW5]), "extra": gone})
         assert specs.metric_version([TW5], stale_extra) == current
         assert specs.owed_suite([TW5], stale_extra) == [TW5]
@@ -114,13 +131,21 @@ def test_current_versions_of_every_spec_partition_of_the_sweeps(lab):
     a, b = sweep([TW5], name="a"), Sweep("b", "b.yaml", [data(0)], [method(), method(3)], [LID])
     cell = specs.keys.cell_key(data(0).key, method().key)
     versions = specs.current_versions([a, b], {})
-    assert versions[("sweep_spec", "a")] == specs.sweep_version(a) and versions[("sweep_spec", "b")] == specs.sweep_version(b)
+    assert versions[("sweep_spec", "a")] == specs.sweep_version(a) and versions[
+        ("sweep_spec", "b")
+    ] == specs.sweep_version(b)
     for d in (data(0), data(1)):
-        for m in ([method()] if d.seed else [method(), method(3)]):
+        for m in [method()] if d.seed else [method(), method(3)]:
             c = specs.keys.cell_key(d.key, m.key)
-            assert versions[("data_spec", c)] == specs.data_version(d) and versions[("method_spec", c)] == specs.method_version(m)
-    assert versions[("metric_spec", cell)] == specs.suite_version(specs.column_versions([LID, TW5]))  # both sweeps' columns
+            assert versions[("data_spec", c)] == specs.data_version(d) and versions[
+                ("method_spec", c)
+            ] == specs.method_version(m)
+    assert versions[("metric_spec", cell)] == specs.suite_version(
+        specs.column_versions([LID, TW5])
+    )  # both sweeps' columns
     assert len(versions) == 2 + 3 * 3  # two sweeps, three cells with three specs each
-    assert specs.current_versions([a], {cell: "observed"})[("metric_spec", cell)] == specs.suite_version(specs.column_versions([TW5]))
+    assert specs.current_versions([a], {cell: "observed"})[("metric_spec", cell)] == specs.suite_version(
+        specs.column_versions([TW5])
+    )
     wide = record(lab, "wide-suite", specs.suite_record([TW5, LID]))  # observed, and still covering the cell
     assert specs.current_versions([a], {cell: wide})[("metric_spec", cell)] == wide

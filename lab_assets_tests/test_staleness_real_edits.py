@@ -19,14 +19,25 @@ pytestmark = pytest.mark.slow  # ~2-4 min: six `lab sweep` runs in subprocesses
 
 
 def git(folder, *args) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def lab_in(folder, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(folder)}  # the copied package, not the checkout's
-    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", *args], cwd=folder, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     return out
 
@@ -54,8 +65,15 @@ def mtimes_flat(folder, asset) -> dict[str, int]:
     return {p.stem: p.stat().st_mtime_ns for p in (folder / ".lab" / "assets" / asset).glob("*.parquet")}
 
 
-def run_and_check(folder, expected_stale: set[str], embeddings_redone: set[str], sha: str, dirty: bool,
-                  recomputed: set[str] | None = None, embeddings_rerun: set[str] | None = None):
+def run_and_check(
+    folder,
+    expected_stale: set[str],
+    embeddings_redone: set[str],
+    sha: str,
+    dirty: bool,
+    recomputed: set[str] | None = None,
+    embeddings_rerun: set[str] | None = None,
+):
     """Plan: exactly `expected_stale` stale; run: only the metrics of `recomputed` (default: the
     stale cells) rewritten, the embedding step run for `embeddings_rerun` (default: the same
     cells) and the values of `embeddings_redone` changed; afterwards all fresh and the rewritten

@@ -28,7 +28,9 @@ def test_many_tables_read_as_one_match_pandas_concat(tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_STORAGE_URL", str(tmp_path))
     frames = {
         "a.parquet": pd.DataFrame({"cell": ["a", "b"], "seed": [0, 1], "t@k=5": [0.5, 0.25]}),
-        "b.parquet": pd.DataFrame({"cell": ["c"], "seed": [2], "t@k=5": [1], "c@k=5": [0.125]}),  # int metric, extra column
+        "b.parquet": pd.DataFrame(
+            {"cell": ["c"], "seed": [2], "t@k=5": [1], "c@k=5": [0.125]}
+        ),  # int metric, extra column
         "c.parquet": pd.DataFrame({"cell": ["d"], "seed": [3]}),
     }
     for name, df in frames.items():

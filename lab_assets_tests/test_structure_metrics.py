@@ -106,8 +106,10 @@ def test_triangle_pair_where_the_float_square_root_rounds_a_row_off():
     # and the first pair of these rows one row short (found by search; both corrections needed).
     n = 2**27 + 1
     early, late = np.arange(5), np.array([134206438, 134209422, 134214790, 134215403, 134217294])
-    for p, rows, cols in [(sp_module.start(early + 1, n) - 1, early, np.full(5, n - 1)),
-                          (sp_module.start(late, n), late, late + 1)]:
+    for p, rows, cols in [
+        (sp_module.start(early + 1, n) - 1, early, np.full(5, n - 1)),
+        (sp_module.start(late, n), late, late + 1),
+    ]:
         b = 2 * n - 1
         assert (np.floor((b - np.sqrt(float(b) ** 2 - 8.0 * p)) / 2) != rows).all()  # the premise
         i, j = sp_module.triangle_pair(p, n)
@@ -351,15 +353,25 @@ def test_registry_and_param_validation():
     assert METRICS["participation_ratio"].validate({}) == {"space": "embedding"}
     assert METRICS["spearman_distance_correlation"].validate({}) == {"n_pairs": 20000}
     assert METRICS["persistent_homology"].validate({}) == {
-        "dim": 1, "n_points": 500, "space": "embedding", "summary": "total_persistence", "threshold": None
+        "dim": 1,
+        "n_points": 500,
+        "space": "embedding",
+        "summary": "total_persistence",
+        "threshold": None,
     }
     assert METRICS["persistent_homology"].validate({"threshold": 0})["threshold"] == 0
     assert METRICS["silhouette"].validate({}) == {"space": "embedding", "n_points": 5000}
     bad = {
         "participation_ratio": [{"space": "latent"}],
         "spearman_distance_correlation": [{"n_pairs": 1}, {"n_pairs": 2.5}, {"n_pairs": "many"}],
-        "persistent_homology": [{"dim": 2}, {"dim": "1"}, {"n_points": 2}, {"summary": "mean"},
-                                {"threshold": -0.1}, {"space": "latent"}],
+        "persistent_homology": [
+            {"dim": 2},
+            {"dim": "1"},
+            {"n_points": 2},
+            {"summary": "mean"},
+            {"threshold": -0.1},
+            {"space": "latent"},
+        ],
         "silhouette": [{"n_points": 2}, {"space": "latent"}],
     }
     for name, cases in bad.items():
@@ -388,15 +400,21 @@ def test_reconstruction_error_per_split_matches_sklearn_r2(blobs):
     for name, rows in (("test", split == "test"), ("train", split == "train"), ("all", np.ones(len(X), bool))):
         expected = 1 - r2_score(X[rows], X_hat[rows], multioutput="variance_weighted")
         assert recon(nb, split=name) == pytest.approx(expected, rel=1e-9)
-        assert recon(nb, split=name, normalized=False) == pytest.approx(X.shape[1] * mean_squared_error(X[rows], X_hat[rows]), rel=1e-9)
+        assert recon(nb, split=name, normalized=False) == pytest.approx(
+            X.shape[1] * mean_squared_error(X[rows], X_hat[rows]), rel=1e-9
+        )
     assert recon(nb) == recon(nb, split="test") > recon(nb, split="train")  # unseen rows reconstruct worse
     with pytest.raises(ValueError, match=r"^reconstruction_error: the dataset has no 'test' rows$"):
         recon(Neighborhoods(X, Z, 0, split=np.full(len(X), "train"), reconstruction=nb.reconstruction))
     same = np.ones_like(X)
-    with pytest.raises(ValueError, match=r"^reconstruction_error: the 'test' rows are all identical, so normalized error is 0/0$"):
+    with pytest.raises(
+        ValueError, match=r"^reconstruction_error: the 'test' rows are all identical, so normalized error is 0/0$"
+    ):
         recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction))
     assert recon(Neighborhoods(same, Z, 0, split=split, reconstruction=nb.reconstruction), normalized=False) > 0
-    with pytest.raises(NotApplicable, match=r"^reconstruction_error needs a method that can invert its embedding \(pca, autoencoder\)$"):
+    with pytest.raises(
+        NotApplicable, match=r"^reconstruction_error needs a method that can invert its embedding \(pca, autoencoder\)$"
+    ):
         recon(Neighborhoods(X, Z, 0, split=split))
 
 
@@ -444,7 +462,9 @@ def test_a_betti_number_counts_bars_longer_than_the_threshold_not_equal_to_it():
 def test_silhouette_of_two_classes_and_the_one_class_messages(blobs):
     X, Z, labels = blobs
     two = labels % 2
-    assert METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=two)) == pytest.approx(silhouette_score(Z, two), rel=1e-10)
+    assert METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=two)) == pytest.approx(
+        silhouette_score(Z, two), rel=1e-10
+    )
     one = np.zeros(300, dtype=int)
     with pytest.raises(ValueError, match=r"^silhouette needs at least 2 classes, the labels have 1$"):
         METRICS["silhouette"](Neighborhoods(X, Z, k_max=0, labels=one))
@@ -452,18 +472,27 @@ def test_silhouette_of_two_classes_and_the_one_class_messages(blobs):
     rare[0] = 1  # a second class that a 50-point sample (seed 0) misses
     nb = Neighborhoods(X, Z, k_max=0, labels=rare)
     assert 0 not in nb.subsample(50, "silhouette")
-    with pytest.raises(ValueError, match=r"^silhouette needs at least 2 classes, the labels have 1 among the 50 subsampled points$"):
+    with pytest.raises(
+        ValueError, match=r"^silhouette needs at least 2 classes, the labels have 1 among the 50 subsampled points$"
+    ):
         METRICS["silhouette"](nb, n_points=50)
 
 
 def test_spearman_at_three_points_and_what_a_sample_records(blobs):
     X, Z, _ = blobs
     x, z = X[:3], Z[:3]
-    assert METRICS["spearman_distance_correlation"](Neighborhoods(x, z, k_max=0)) == pytest.approx(spearmanr(pdist(x), pdist(z)).statistic)
+    assert METRICS["spearman_distance_correlation"](Neighborhoods(x, z, k_max=0)) == pytest.approx(
+        spearmanr(pdist(x), pdist(z)).statistic
+    )
     with pytest.raises(ValueError, match=r"^spearman_distance_correlation needs at least 3 points \(2 pairs\), got 2$"):
         METRICS["spearman_distance_correlation"](Neighborhoods(X[:2], Z[:2], k_max=0))
     n, total = 100, 4950
-    for n_pairs, sampled in ((total, None), (total + 1, None), (total - 1, total - 1), (total // 3 + 1, total // 3 + 1)):
+    for n_pairs, sampled in (
+        (total, None),
+        (total + 1, None),
+        (total - 1, total - 1),
+        (total // 3 + 1, total // 3 + 1),
+    ):
         nb = Neighborhoods(X[:n], Z[:n], k_max=0, seed=5)
         METRICS["spearman_distance_correlation"](nb, n_pairs=n_pairs)
         expected = None if sampled is None else {"pairs": sampled, "of": total, "seed": 5}
@@ -481,5 +510,8 @@ def test_a_subsample_as_large_as_the_data_is_every_point_and_records_no_sample(b
 def test_spearman_names_the_space_whose_distances_are_all_equal(blobs):
     X, Z, _ = blobs
     for data, emb, space in ((np.zeros((10, 3)), Z[:10], "data"), (X[:10], np.ones((10, 2)), "embedding")):
-        with pytest.raises(ValueError, match=rf"^spearman_distance_correlation is undefined: all 45 sampled pair distances of the {space} space are equal \(0\)$"):
+        with pytest.raises(
+            ValueError,
+            match=rf"^spearman_distance_correlation is undefined: all 45 sampled pair distances of the {space} space are equal \(0\)$",
+        ):
             METRICS["spearman_distance_correlation"](Neighborhoods(data, emb, k_max=0))

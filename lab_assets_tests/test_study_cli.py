@@ -56,23 +56,32 @@ def test_study_on_own_files_then_show_prints_the_same_ledger(notes):
     corpus = storage.read_parquet(storage.asset_path("corpus", key))
     assert set(corpus["path"]) == {f"notes/n{i}.txt" for i in range(6)}
     assert set(corpus["split"]) == {"train", "val"}
-    assert {p: t for p, t in zip(corpus["path"], corpus["text"])}["notes/n3.txt"] == (notes / "notes" / "n3.txt").read_bytes()
+    assert {p: t for p, t in zip(corpus["path"], corpus["text"])}["notes/n3.txt"] == (
+        notes / "notes" / "n3.txt"
+    ).read_bytes()
 
 
-@pytest.mark.parametrize("corpus, code, message", [
-    ("{source: files, glob: 'nothing/*.txt'}", 1, "CorpusError: corpus glob 'nothing/*.txt' (resolved to "),
-    ("{source: files, glob: 'notes/n0.txt'}", 1, "1 non-empty file(s) fit in max_bytes=1000000; need at least 2"),
-    ("{source: files}", 2, "corpus: corpus.glob is required with source: files"),
-    ("{source: stdlib, glob: 'notes/*.txt'}", 2, "corpus.glob is required with source: files, and only allowed there"),
-    ("{source: web}", 2, "corpus.source"),
-])
+@pytest.mark.parametrize(
+    "corpus, code, message",
+    [
+        ("{source: files, glob: 'nothing/*.txt'}", 1, "CorpusError: corpus glob 'nothing/*.txt' (resolved to "),
+        ("{source: files, glob: 'notes/n0.txt'}", 1, "1 non-empty file(s) fit in max_bytes=1000000; need at least 2"),
+        ("{source: files}", 2, "corpus: corpus.glob is required with source: files"),
+        (
+            "{source: stdlib, glob: 'notes/*.txt'}",
+            2,
+            "corpus.glob is required with source: files, and only allowed there",
+        ),
+        ("{source: web}", 2, "corpus.source"),
+    ],
+)
 def test_a_corpus_that_cannot_be_built_says_why_in_one_line(notes, corpus, code, message):
     study = _write(notes, "bad", corpus)
     out = lab_cli("study", "run", study, cwd=notes)
     assert out.returncode == code, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
     if code == 1:  # the run failed: the line names the run whose log has the whole trace
-        line = next(l for l in out.stderr.splitlines() if message in l)
+        line = next(line for line in out.stderr.splitlines() if message in line)
         assert "failed 2 times" in line and "full log: lab logs " in line
 
 

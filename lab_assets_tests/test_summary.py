@@ -7,12 +7,12 @@ import json
 import math
 import textwrap
 
+import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-import dagster as dg
 from lab_assets.core import keys
 from lab_assets.core.registry import BETTER
 from lab_assets.dr import summary, tables
@@ -45,7 +45,9 @@ def synthetic_cells(sweep, rng, shift=None):
             row = {"partition": keys.cell_key(d.key, m.key), "data": d.key, "method": m.key, "seed": d.seed}
             for metric in sweep.metrics:
                 row[metric.column] = rng.normal(0.8, 0.05) + shift.get(m.key, 0.0)
-            row["reconstruction_error@normalized=True,split=test"] = rng.uniform(0.1, 1) if m.method == "pca" else np.nan
+            row["reconstruction_error@normalized=True,split=test"] = (
+                rng.uniform(0.1, 1) if m.method == "pca" else np.nan
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -58,7 +60,10 @@ def sweep():
 def test_labels_name_only_the_parameters_that_vary(sweep):
     labels = sweep.labels
     assert sorted(labels[d.config_key] for d in sweep.data if d.seed == 0) == [
-        "gaussian_blobs", "swissroll noise=0.05", "swissroll noise=0.2"]
+        "gaussian_blobs",
+        "swissroll noise=0.05",
+        "swissroll noise=0.2",
+    ]
     assert [labels[m.key] for m in sweep.methods] == ["pca", "umap n_neighbors=15", "umap n_neighbors=50"]
     assert labels["trustworthiness@k=5"] == "trustworthiness k=5"
     assert labels["reconstruction_error@normalized=True,split=test"] == "reconstruction_error"
@@ -69,9 +74,15 @@ def test_labels_name_only_the_parameters_that_vary(sweep):
 
 def test_every_metric_declares_its_direction():
     expected = {
-        "trustworthiness": "higher", "continuity": "higher", "knn_preservation": "higher",
-        "spearman_distance_correlation": "higher", "silhouette": "higher", "reconstruction_error": "lower",
-        "lid": None, "participation_ratio": None, "persistent_homology": None,
+        "trustworthiness": "higher",
+        "continuity": "higher",
+        "knn_preservation": "higher",
+        "spearman_distance_correlation": "higher",
+        "silhouette": "higher",
+        "reconstruction_error": "lower",
+        "lid": None,
+        "participation_ratio": None,
+        "persistent_homology": None,
     }
     assert {name: METRICS[name].better for name in METRICS.names()} == expected
     assert all(METRICS[name].better in BETTER for name in METRICS.names())
@@ -88,7 +99,9 @@ def test_means_sds_and_t_intervals_match_pandas_and_scipy(sweep):
         g = direct.groupby(["data_config", "method"])[metric]
         for (dc, method), values in g:
             values = values.dropna()
-            row = table[(table["data_config"] == dc) & (table["method"] == method) & (table["metric"] == metric)].iloc[0]
+            row = table[(table["data_config"] == dc) & (table["method"] == method) & (table["metric"] == metric)].iloc[
+                0
+            ]
             assert row["n"] == len(values)
             if len(values) == 0:
                 assert math.isnan(row["mean"]) and pd.isna(row["rank"])
@@ -104,7 +117,7 @@ def test_means_sds_and_t_intervals_match_pandas_and_scipy(sweep):
 def test_rank_and_best_follow_each_metrics_direction(sweep):
     cells = synthetic_cells(sweep, np.random.default_rng(1))
     table = summary.summarize(sweep, cells)
-    for (dc, metric), group in table.groupby(["data_config", "metric"]):
+    for _, group in table.groupby(["data_config", "metric"]):
         better = METRICS[group["metric_name"].iloc[0]].better
         if better is None:  # descriptive: never ranked
             assert group["rank"].isna().all() and not group["best"].any()
@@ -175,7 +188,8 @@ def test_a_small_difference_is_within_seed_noise_and_few_seeds_cannot_tell():
 
 def test_the_text_fits_100_columns_even_with_long_labels():
     long = SWEEP.replace("pca: {}", "pca: {}\n  phate: {n_neighbors: [5, 30], decay: [20, 40]}").replace(
-        "trustworthiness: {k: [5, 10]}", "trustworthiness: {k: [5, 10, 30, 45]}\n  continuity: {k: [5, 10, 30, 45]}")
+        "trustworthiness: {k: [5, 10]}", "trustworthiness: {k: [5, 10, 30, 45]}\n  continuity: {k: [5, 10, 30, 45]}"
+    )
     sweep = parse_sweep(long, "long.yaml")
     cells = synthetic_cells(sweep, np.random.default_rng(4))
     table = summary.summarize(sweep, cells)
@@ -187,8 +201,10 @@ def test_the_text_fits_100_columns_even_with_long_labels():
     assert "lid (descriptive, not ranked)" in text and "reconstruction_error (lower is better)" in text
     assert "Wilcoxon signed-rank" in text
 
-    per_cell = cells.assign(dataset_label=cells["data"].map(lambda k: sweep.labels[summary.config_key(k)]),
-                            method_label=cells["method"].map(sweep.labels))
+    per_cell = cells.assign(
+        dataset_label=cells["data"].map(lambda k: sweep.labels[summary.config_key(k)]),
+        method_label=cells["method"].map(sweep.labels),
+    )
     text = tables.cells_text(per_cell, [m.column for m in sweep.metrics], sweep.labels, width=100)
     assert max(map(len, text.splitlines())) <= 100
 
@@ -202,7 +218,9 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
     from lab_assets.runtime.instance import get_instance
 
     path = lab / "sweeps" / "tiny.yaml"
-    path.write_text(path.read_text().replace("seeds: [0]", "seeds: [0, 1]").replace("n_neighbors: 12", "n_neighbors: [8, 12]"))
+    path.write_text(
+        path.read_text().replace("seeds: [0]", "seeds: [0, 1]").replace("n_neighbors: 12", "n_neighbors: [8, 12]")
+    )
     sweep = load_sweep(path)
     result = run_sweep(sweep, workers=1)
     assert result.ok
@@ -238,11 +256,18 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
     sql = "SELECT method_label, count(*) AS rows FROM tiny_summary WHERE best GROUP BY 1 ORDER BY 1"
     queried = lab_cli("query", sql, "--format", "json", cwd=lab)
     assert queried.returncode == 0, queried.stderr
-    assert {r["method_label"] for r in json.loads(queried.stdout)} <= {"pca", "isomap n_neighbors=8", "isomap n_neighbors=12"}
+    assert {r["method_label"] for r in json.loads(queried.stdout)} <= {
+        "pca",
+        "isomap n_neighbors=8",
+        "isomap n_neighbors=12",
+    }
     cells = lab_cli("report", "sweeps/tiny.yaml", "--cells", cwd=lab)
     assert cells.returncode == 0, cells.stderr
     assert max(map(len, cells.stdout.splitlines())) <= 100
-    assert "seed" in cells.stdout.splitlines()[1] and len([ln for ln in cells.stdout.splitlines() if "pca" in ln]) == 2 * 2 * 2
+    assert (
+        "seed" in cells.stdout.splitlines()[1]
+        and len([ln for ln in cells.stdout.splitlines() if "pca" in ln]) == 2 * 2 * 2
+    )
 
 
 EDGES = """
@@ -282,18 +307,27 @@ def test_the_summary_and_comparison_at_their_edges():
     three, a tie's statistic, the comparison's columns and its row order (the sweep's metric order)."""
     sweep = parse_sweep(EDGES, "edges.yaml")
     lead = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
-    cells = edge_cells(sweep, {
-        ("pca", TW): lead, ("isomap", TW): [v - 0.1 for v in lead], ("random_projection", TW): [v - 0.2 for v in lead],
-        ("pca", RE): [0.5, 0.7], ("isomap", RE): [0.3], ("random_projection", RE): [0.3, 0.3],
-        ("pca", LID): [2.0] * 6,
-    })
+    cells = edge_cells(
+        sweep,
+        {
+            ("pca", TW): lead,
+            ("isomap", TW): [v - 0.1 for v in lead],
+            ("random_projection", TW): [v - 0.2 for v in lead],
+            ("pca", RE): [0.5, 0.7],
+            ("isomap", RE): [0.3],
+            ("random_projection", RE): [0.3, 0.3],
+            ("pca", LID): [2.0] * 6,
+        },
+    )
     table = summary.summarize(sweep, cells).set_index(["method", "metric"])
     key = {m.method: m.key for m in sweep.methods}
     pca_re, iso_re = table.loc[(key["pca"], RE)], table.loc[(key["isomap"], RE)]
     assert pca_re["n"] == 2 and pca_re["sd"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
     half = stats.t.ppf(0.975, 1) * pca_re["sd"] / math.sqrt(2)
     assert (pca_re["ci_low"], pca_re["ci_high"]) == pytest.approx((0.6 - half, 0.6 + half))
-    assert iso_re["n"] == 1 and math.isnan(iso_re["sd"]) and math.isnan(iso_re["ci_low"]) and math.isnan(iso_re["ci_high"])
+    assert (
+        iso_re["n"] == 1 and math.isnan(iso_re["sd"]) and math.isnan(iso_re["ci_low"]) and math.isnan(iso_re["ci_high"])
+    )
     # Lower is better; isomap and random_projection tie at 0.3: both rank 1 ("min"), pca 3.
     assert [table.loc[(key[m], RE), "rank"] for m in ("pca", "isomap", "random_projection")] == [3, 1, 1]
     assert table["rank"].dtype == "Int64" and table.loc[(key["pca"], LID), "rank"] is pd.NA  # descriptive
@@ -302,15 +336,28 @@ def test_the_summary_and_comparison_at_their_edges():
     assert comparisons["metric"].tolist() == [TW, RE]  # the sweep's order, not sorted
     tw, re_ = comparisons.iloc[0], comparisons.iloc[1]
     labels = sweep.labels
-    assert (tw["metric_name"], tw["metric_label"], tw["better"]) == ("trustworthiness", "trustworthiness", "higher")  # k does not vary
+    assert (tw["metric_name"], tw["metric_label"], tw["better"]) == (
+        "trustworthiness",
+        "trustworthiness",
+        "higher",
+    )  # k does not vary
     assert (tw["best"], tw["best_label"], tw["runner_up"], tw["runner_up_label"]) == (
-        key["pca"], labels[key["pca"]], key["isomap"], labels[key["isomap"]])
+        key["pca"],
+        labels[key["pca"]],
+        key["isomap"],
+        labels[key["isomap"]],
+    )
     # Exactly MIN_PAIRS pairs, every difference the same sign: the exact p is 2/2^6 < 0.05.
     assert (tw["n_pairs"], tw["verdict"]) == (summary.MIN_PAIRS, summary.LEAD)
     assert tw["p_value"] == pytest.approx(stats.wilcoxon(lead, [v - 0.1 for v in lead]).pvalue)
     assert tw["p_value"] < summary.ALPHA
     # The tie at rank 1: the sweep's method order picks isomap; their one shared seed is equal.
-    assert (re_["best"], re_["runner_up"], re_["verdict"], re_["n_pairs"]) == (key["isomap"], key["random_projection"], summary.TIE, 1)
+    assert (re_["best"], re_["runner_up"], re_["verdict"], re_["n_pairs"]) == (
+        key["isomap"],
+        key["random_projection"],
+        summary.TIE,
+        1,
+    )
     assert (re_["metric_name"], re_["better"]) == ("reconstruction_error", "lower")
     assert math.isnan(re_["statistic"]) and math.isnan(re_["p_value"])
 
@@ -335,4 +382,9 @@ def test_two_ranked_methods_are_compared():
     lead = [0.9, 0.91, 0.92, 0.93, 0.94, 0.95]
     cells = edge_cells(two, {("pca", TW): [v - 0.1 for v in lead], ("isomap", TW): lead})
     [row] = summary.compare(two, cells, summary.summarize(two, cells)).to_dict("records")
-    assert (row["metric"], row["best"], row["runner_up"], row["verdict"]) == (TW, two.methods[1].key, two.methods[0].key, summary.LEAD)
+    assert (row["metric"], row["best"], row["runner_up"], row["verdict"]) == (
+        TW,
+        two.methods[1].key,
+        two.methods[0].key,
+        summary.LEAD,
+    )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from lab_assets.dr import sweep as sweep_module
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
-from lab_assets.dr import sweep as sweep_module
 from lab_assets.dr.sweep import Sweep, SweepError, load_sweep, parse_sweep
 
 SWEEPS = Path(__file__).resolve().parents[1] / "sweeps"
@@ -104,7 +104,10 @@ def test_key_format_and_recipe():
         assert m["name"] == meth.method and m["hex"] == expected_digest(meth.method, meth.params)
     # The stem is what a person reads in the UI: the parameters that differ from the defaults.
     assert {m.key.rsplit("-", 1)[0] for m in sweep.methods} == {
-        "pca", "umap-min_dist=0.0-n_neighbors=5", "umap-min_dist=0.5-n_neighbors=5", "umap-min_dist=0.0",
+        "pca",
+        "umap-min_dist=0.0-n_neighbors=5",
+        "umap-min_dist=0.5-n_neighbors=5",
+        "umap-min_dist=0.0",
         "umap-min_dist=0.5",
     }
     # Seeds share the config's digest and differ only in the suffix.
@@ -152,12 +155,17 @@ def test_key_changes_with_parameters_and_name():
 
 
 def test_defaults_filled_in():
-    explicit = parse(minimal(data="swissroll: {n_samples: 2000, noise: 0.0}",
-                             methods="tsne: {n_components: 2, perplexity: 30.0, learning_rate: auto,"
-                                     " max_iter: 1000, init: pca}"))
-    for text in [minimal(data="swissroll: {}", methods="tsne: {}"),
-                 minimal(data="swissroll: null", methods="tsne: null"),
-                 minimal(data="swissroll: {noise: 0}", methods="tsne: {perplexity: 30}")]:
+    explicit = parse(
+        minimal(
+            data="swissroll: {n_samples: 2000, noise: 0.0}",
+            methods="tsne: {n_components: 2, perplexity: 30.0, learning_rate: auto, max_iter: 1000, init: pca}",
+        )
+    )
+    for text in [
+        minimal(data="swissroll: {}", methods="tsne: {}"),
+        minimal(data="swissroll: null", methods="tsne: null"),
+        minimal(data="swissroll: {noise: 0}", methods="tsne: {perplexity: 30}"),
+    ]:
         sweep = parse(text)
         assert sweep.data[0].key == explicit.data[0].key
         assert sweep.methods[0].key == explicit.methods[0].key
@@ -198,7 +206,9 @@ def test_registered_sweep_is_parsed_once_and_an_edit_is_read(lab, monkeypatch):
     keystore._parsed.cache_clear()  # another test may have registered the same record
     built = []
     from_json = Sweep.from_json.__func__
-    monkeypatch.setattr(Sweep, "from_json", classmethod(lambda cls, obj: built.append(obj["name"]) or from_json(cls, obj)))
+    monkeypatch.setattr(
+        Sweep, "from_json", classmethod(lambda cls, obj: built.append(obj["name"]) or from_json(cls, obj))
+    )
     first = parse(GRID)
     keystore.save_sweep(first)
     assert keystore.sweep(first.name) == first and keystore.sweeps_containing(*first.cells[0]) == [first]

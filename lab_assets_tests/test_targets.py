@@ -19,8 +19,13 @@ FILES = sorted({name.split("::")[0] for name in SLOW})
 
 
 def collected(*args: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr  # 5 = nothing selected
     return {line for line in out.stdout.splitlines() if "::" in line}
 

@@ -15,7 +15,9 @@ def test_torchdr_method_is_seeded_and_embeds(name):
     entry = METHODS[name]
 
     def embed(seed):
-        return np.asarray(entry(seed, **entry.validate({"n_neighbors": 15, "max_iter": 100, "device": "cpu"})).fit_transform(X))
+        return np.asarray(
+            entry(seed, **entry.validate({"n_neighbors": 15, "max_iter": 100, "device": "cpu"})).fit_transform(X)
+        )
 
     Z = embed(0)
     assert Z.shape == (200, 2) and np.isfinite(Z).all()

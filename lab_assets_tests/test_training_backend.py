@@ -21,16 +21,19 @@ def test_detect_refuses_an_unknown_forced_device(monkeypatch):
         backend.detect()
 
 
-@pytest.mark.parametrize("name, flops", [
-    ("NVIDIA H100 80GB HBM3", 989.5e12),
-    ("NVIDIA H100 PCIe", 756.0e12),
-    ("NVIDIA H200", 989.5e12),
-    ("NVIDIA A100-SXM4-80GB", 312e12),
-    ("NVIDIA A10G", 70e12),
-    ("NVIDIA GeForce RTX 4090", 165.2e12),
-    ("AMD Instinct MI300X", 1307.4e12),
-    ("Some Future GPU", None),
-])
+@pytest.mark.parametrize(
+    "name, flops",
+    [
+        ("NVIDIA H100 80GB HBM3", 989.5e12),
+        ("NVIDIA H100 PCIe", 756.0e12),
+        ("NVIDIA H200", 989.5e12),
+        ("NVIDIA A100-SXM4-80GB", 312e12),
+        ("NVIDIA A10G", 70e12),
+        ("NVIDIA GeForce RTX 4090", 165.2e12),
+        ("AMD Instinct MI300X", 1307.4e12),
+        ("Some Future GPU", None),
+    ],
+)
 def test_peak_flops_table(monkeypatch, name, flops):
     monkeypatch.delenv("LAB_PEAK_FLOPS", raising=False)
     assert backend.peak_flops(name) == flops
@@ -50,7 +53,9 @@ def test_mfu_formula_by_hand():
 def test_flops_per_token_by_hand():
     # depth 1, width 8, seq 4, vocab 256. Linear weights: qkv 8x24=192, proj 8x8=64,
     # fc 8x32=256, out 32x8=256, head 8x256=2048 -> 2816. 6*2816 + 12*1*8*4 = 16896 + 384.
-    model = gpt.build(depth=1, width=8, heads=2, seq_len=4, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0))
+    model = gpt.build(
+        depth=1, width=8, heads=2, seq_len=4, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0)
+    )
     assert model.matmul_params() == 2816
     assert gpt.flops_per_token(model, depth=1, width=8, seq_len=4) == 17280
     # plus the embeddings: 256*8 tokens + 4*8 positions
@@ -61,11 +66,14 @@ def test_peak_memory_is_reported_on_cpu():
     assert 0.01 < backend.peak_memory_gb(backend.detect()) < 64
 
 
-@pytest.mark.parametrize("env, triton, expected", [
-    ("1", True, (True, "compiled")),
-    ("1", False, (False, "eager (torch.compile needs Triton, which is not installed)")),
-    ("0", True, (False, "eager (LAB_TORCH_COMPILE=0)")),
-])
+@pytest.mark.parametrize(
+    "env, triton, expected",
+    [
+        ("1", True, (True, "compiled")),
+        ("1", False, (False, "eager (torch.compile needs Triton, which is not installed)")),
+        ("0", True, (False, "eager (LAB_TORCH_COMPILE=0)")),
+    ],
+)
 def test_a_gpu_without_triton_says_it_trains_eager(monkeypatch, env, triton, expected):
     # The CUDA branch of detect() on any machine: torch's answers about the device are stubbed,
     # the compile decision is the real one.
@@ -85,8 +93,13 @@ def test_training_reports_whether_its_steps_ran_compiled(monkeypatch, tmp_path):
     from lab_assets.training.config import TrainConfig
 
     g = torch.Generator().manual_seed(0)
-    tokens = torch.randint(0, 256, (4_000,), generator=g, dtype=torch.uint8), torch.randint(0, 256, (600,), generator=g, dtype=torch.uint8)
-    config = TrainConfig(depth=1, width=16, heads=2, seq_len=16, batch=2, checkpoint_every=100, eval_tokens=256, steps=2)
+    tokens = (
+        torch.randint(0, 256, (4_000,), generator=g, dtype=torch.uint8),
+        torch.randint(0, 256, (600,), generator=g, dtype=torch.uint8),
+    )
+    config = TrainConfig(
+        depth=1, width=16, heads=2, seq_len=16, batch=2, checkpoint_every=100, eval_tokens=256, steps=2
+    )
     cpu = backend.Backend("cpu", "cpu", "test CPU", None, False, None)
     assert train.train(config, *tokens, str(tmp_path / "eager.pt"), cpu).compiled is False
     # A backend that compiles: torch.compile is replaced by a wrapper that counts its calls (compiling

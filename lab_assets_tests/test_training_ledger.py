@@ -15,8 +15,16 @@ from lab_assets_tests.conftest import S3_BUCKET
 
 
 def _row(exp, val_bpb, trial=None, status=None):
-    return {"exp": exp, "description": "baseline" if exp == 0 else f"lr={exp}", "val_bpb": val_bpb, "steps": 5,
-            "trial": trial or f"s-e{exp:03d}", "partition": f"c|s-e{exp:03d}", "status": status, "config": "{}"}
+    return {
+        "exp": exp,
+        "description": "baseline" if exp == 0 else f"lr={exp}",
+        "val_bpb": val_bpb,
+        "steps": 5,
+        "trial": trial or f"s-e{exp:03d}",
+        "partition": f"c|s-e{exp:03d}",
+        "status": status,
+        "config": "{}",
+    }
 
 
 def test_status_keep_discard_with_noise(lab):
@@ -38,12 +46,16 @@ def test_status_keep_discard_with_noise(lab):
 def test_a_journal_from_before_row_objects_is_taken_over_and_the_study_goes_on(lab):
     # `<study>.jsonl`, as the ledger wrote it before rows were objects: a retried trial's latest
     # line wins, and an append killed mid-write left a torn last line.
-    old = [{**_row(0, 2.0), "status": "baseline", "recorded_at": 1.0},
-           {**_row(1, None, status="crash"), "recorded_at": 2.0},
-           {**_row(1, 1.9), "status": "keep", "recorded_at": 3.0}]
+    old = [
+        {**_row(0, 2.0), "status": "baseline", "recorded_at": 1.0},
+        {**_row(1, None, status="crash"), "recorded_at": 2.0},
+        {**_row(1, 1.9), "status": "keep", "recorded_at": 3.0},
+    ]
     journal = ledger.path("s", ".jsonl")
-    storage.write_bytes(journal, "".join(json.dumps({c: r.get(c) for c in ledger.COLUMNS}) + "\n" for r in old).encode()
-                        + b'{"exp": 2, "tri')
+    storage.write_bytes(
+        journal,
+        "".join(json.dumps({c: r.get(c) for c in ledger.COLUMNS}) + "\n" for r in old).encode() + b'{"exp": 2, "tri',
+    )
     assert [(r["exp"], r["status"]) for r in ledger.rows("s")] == [(0, "baseline"), (1, "keep")]
     assert ledger.append("s", _row(2, 1.95), noise=0.0)["status"] == "discard"  # against the imported best, 1.9
     assert [r["exp"] for r in ledger.rows("s")] == [0, 1, 2]
@@ -103,8 +115,15 @@ print(json.dumps(spans))
 
 def two_writers_at_once(gate) -> None:
     gate.mkdir()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, me, other, str(gate)], env=os.environ.copy(),
-                              stdout=subprocess.PIPE, text=True) for me, other in (("1", "2"), ("2", "1"))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, me, other, str(gate)],
+            env=os.environ.copy(),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for me, other in (("1", "2"), ("2", "1"))
+    ]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     spans_1, spans_2 = (json.loads(out) for out in outs)
@@ -117,7 +136,9 @@ def assert_every_row_kept():
     assert sorted(r["trial"] for r in rows) == sorted(f"t{w * 100 + i}" for w in (1, 2) for i in range(20))
     assert all(r["status"] in ("baseline", "keep", "discard") for r in rows)
     # The views, written last by whichever writer finished last, hold every row too.
-    assert sorted(storage.read_parquet(storage.asset_path("study_ledger", "race"))["trial"]) == sorted(r["trial"] for r in rows)
+    assert sorted(storage.read_parquet(storage.asset_path("study_ledger", "race"))["trial"]) == sorted(
+        r["trial"] for r in rows
+    )
     assert len(storage.read_bytes(ledger.path("race", ".tsv")).decode().splitlines()) == 1 + 40
 
 
@@ -129,6 +150,8 @@ def test_two_processes_appending_at_once_lose_no_row(lab, tmp_path):
 def test_two_processes_appending_at_once_on_s3_lose_no_row(lab, s3, tmp_path):
     two_writers_at_once(tmp_path / "gate")
     assert_every_row_kept()
-    stored = [o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])]
+    stored = [
+        o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])
+    ]
     assert len([k for k in stored if k.startswith("lab/assets/study_ledger/race/")]) == 40
     assert not (lab / ".lab" / "assets").exists()  # nothing on the local disk

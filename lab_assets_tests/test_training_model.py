@@ -7,10 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lab_assets.core import storage
+from lab_assets.core import backend, storage
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.core.diverged import TrainingDiverged
-from lab_assets.core import backend
 from lab_assets.training import gpt, train
 from lab_assets.training.config import TrainConfig
 
@@ -27,7 +26,9 @@ def text():
 
 def test_val_bpb_is_mean_cross_entropy_in_bits(text):
     _, val = text
-    model = gpt.build(depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(1))
+    model = gpt.build(
+        depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(1)
+    )
     got = train.val_bpb(model, val, seq_len=16, max_tokens=10_000, b=CPU, batch=3)
     # Reference: every full 16-byte window, each next byte scored once, nats -> bits.
     nats, count = 0.0, 0
@@ -76,7 +77,9 @@ def test_resume_from_checkpoint_equals_uninterrupted(lab, text):
     # Interrupt: the same config's first 8 steps, with its checkpoint at step 8 kept.
     ckpt = storage.url("part.ckpt")
     first = TrainConfig(steps=10, **TINY)
-    model = gpt.build(depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0))
+    model = gpt.build(
+        depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0)
+    )
     opt = train._optimizer(model, first)
     base = [g["lr"] for g in opt.param_groups]
     for step in range(8):
@@ -88,7 +91,13 @@ def test_resume_from_checkpoint_equals_uninterrupted(lab, text):
         opt.step()
         opt.zero_grad(set_to_none=True)
     Checkpoint(ckpt, first.digest, first.checkpoint_every).save(
-        {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 8, "training_seconds": 0.1, "timed_tokens": 512}
+        {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "step": 8,
+            "training_seconds": 0.1,
+            "timed_tokens": 512,
+        }
     )
     resumed = train.train(first, tr, val, ckpt, CPU)
     assert resumed.resumed_from == 8 and resumed.steps == 10
@@ -113,7 +122,11 @@ def test_diverging_loss_fails_fast_with_a_clear_message(lab, text):
 
 
 def test_weights_are_saved_weights_only(lab, text):
-    model = gpt.build(depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0))
+    model = gpt.build(
+        depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator().manual_seed(0)
+    )
     path = train.save_weights(storage.url("w.pt"), model.state_dict())
     loaded = train.load_tensors(path)
-    assert set(loaded) == set(model.state_dict()) and all(torch.equal(loaded[k], v) for k, v in model.state_dict().items())
+    assert set(loaded) == set(model.state_dict()) and all(
+        torch.equal(loaded[k], v) for k, v in model.state_dict().items()
+    )

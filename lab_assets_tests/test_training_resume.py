@@ -31,8 +31,13 @@ def _project(root, env):
     (root / ".lab" / "dagster").mkdir(parents=True, exist_ok=True)
     (root / ".lab" / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     # One thread in both runs: the same arithmetic, so equal weights are a fair expectation.
-    return {**env, "LAB_PROJECT_DIR": str(root), "LAB_HOME": str(root / ".lab"),
-            "DAGSTER_HOME": str(root / ".lab" / "dagster"), "OMP_NUM_THREADS": "1"}
+    return {
+        **env,
+        "LAB_PROJECT_DIR": str(root),
+        "LAB_HOME": str(root / ".lab"),
+        "DAGSTER_HOME": str(root / ".lab" / "dagster"),
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def _weights(root):
@@ -65,8 +70,14 @@ sys.exit(main(sys.argv[2:]))
 def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_factory, monkeypatch):
     env = _project(lab, os.environ.copy())
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_CHECKPOINT, str(KILL_AT), "study", "run", "studies/resume.yaml"],
-                          cwd=lab, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_CHECKPOINT, str(KILL_AT), "study", "run", "studies/resume.yaml"],
+        cwd=lab,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     checkpoints = str(lab / ".lab" / "assets" / "gpt_model" / "*" / "*.ckpt.pt")
     (ckpt,) = glob.glob(checkpoints)
@@ -89,8 +100,14 @@ def test_sigkilled_training_resumes_to_the_uninterrupted_result(lab, tmp_path_fa
     assert "is gone" in (instance.all_logs(runs[1].run_id)[-1].message or "")
 
     ref = tmp_path_factory.mktemp("uninterrupted")
-    out = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "study", "run", "studies/resume.yaml", "--json"],
-                         cwd=ref, env=_project(ref, os.environ.copy()), capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", "study", "run", "studies/resume.yaml", "--json"],
+        cwd=ref,
+        env=_project(ref, os.environ.copy()),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     (ref_row,) = json.loads(out.stdout)["rows"]
     assert ref_row["val_bpb"] == row["val_bpb"]

@@ -22,30 +22,44 @@ search: {proposer: grid, space: {lr: [0.003, 0.01]}, trials: 1, noise: 0.0}
 
 
 def _study(search: str, source="s.yaml"):
-    return parse_study(f"""
+    return parse_study(
+        f"""
 name: s
 baseline: {{depth: 1, width: 16, heads: 2}}
 budget: {{steps: 5}}
 search: {search}
-""", source)
+""",
+        source,
+    )
 
 
 def _hist(*items):
-    return [{"exp": i, "description": "", "config": {"lr": lr, "depth": d, **{}}, "val_bpb": v, "status": s}
-            for i, (lr, d, v, s) in enumerate(items)]
+    return [
+        {"exp": i, "description": "", "config": {"lr": lr, "depth": d, **{}}, "val_bpb": v, "status": s}
+        for i, (lr, d, v, s) in enumerate(items)
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name: s\nbaseline: {depht: 2}\nbudget: {steps: 5}", "baseline: unknown or fixed field(s) depht; allowed: "),
-    ("name: s\nbaseline: {steps: 5}\nbudget: {steps: 5}", "baseline.steps: the budget goes under `budget:`"),
-    ("name: s\nbudget: {}", "budget: give exactly one budget"),
-    ("name: s", "budget: required field is missing"),
-    ("name: s\nbudget: {steps: 5}\nsearch: {space: {lr: {low: 1, high: 0.1}}}", "low (1.0) must be below high"),
-    ("name: s\nbudget: {steps: 5}\nsearch: {proposer: grid, space: {lr: {low: 0.1, high: 1}}}", "grid proposer needs lists"),
-    ("name: s\nbudget: {steps: 5}\nsearch: {space: {heads: [2, 3]}}", "search.space.heads: width 64 must be divisible by heads 3"),
-    ("name: s\nbudget: {steps: 5}\nsearch: {proposer: tpe}", "search.proposer"),
-    ("- a list", "expected a mapping with name, budget"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: s\nbaseline: {depht: 2}\nbudget: {steps: 5}", "baseline: unknown or fixed field(s) depht; allowed: "),
+        ("name: s\nbaseline: {steps: 5}\nbudget: {steps: 5}", "baseline.steps: the budget goes under `budget:`"),
+        ("name: s\nbudget: {}", "budget: give exactly one budget"),
+        ("name: s", "budget: required field is missing"),
+        ("name: s\nbudget: {steps: 5}\nsearch: {space: {lr: {low: 1, high: 0.1}}}", "low (1.0) must be below high"),
+        (
+            "name: s\nbudget: {steps: 5}\nsearch: {proposer: grid, space: {lr: {low: 0.1, high: 1}}}",
+            "grid proposer needs lists",
+        ),
+        (
+            "name: s\nbudget: {steps: 5}\nsearch: {space: {heads: [2, 3]}}",
+            "search.space.heads: width 64 must be divisible by heads 3",
+        ),
+        ("name: s\nbudget: {steps: 5}\nsearch: {proposer: tpe}", "search.proposer"),
+        ("- a list", "expected a mapping with name, budget"),
+    ],
+)
 def test_study_file_errors_name_the_field(text, message):
     with pytest.raises(StudyError) as e:
         parse_study(text, "studies/bad.yaml")
@@ -67,12 +81,19 @@ def test_grid_walks_the_space_then_stops():
     for _ in range(4):
         p = proposers.propose(s, _hist(*[(x["lr"], x["depth"], 1.0, "discard") for x in seen]))
         seen.append(p)
-    assert seen == [{"depth": 1, "lr": 0.001}, {"depth": 1, "lr": 0.01}, {"depth": 2, "lr": 0.001}, {"depth": 2, "lr": 0.01}]
+    assert seen == [
+        {"depth": 1, "lr": 0.001},
+        {"depth": 1, "lr": 0.01},
+        {"depth": 2, "lr": 0.001},
+        {"depth": 2, "lr": 0.01},
+    ]
     assert proposers.propose(s, _hist(*[(x["lr"], x["depth"], 1.0, "discard") for x in seen])) is None
 
 
 def test_random_is_seeded_by_history_length():
-    s = _study("{proposer: random, space: {lr: {low: 0.001, high: 0.1, log: true}, depth: {low: 1, high: 4, integer: true}}, trials: 5}")
+    s = _study(
+        "{proposer: random, space: {lr: {low: 0.001, high: 0.1, log: true}, depth: {low: 1, high: 4, integer: true}}, trials: 5}"
+    )
     h = _hist((0.003, 2, 2.0, "baseline"))
     a, b = proposers.propose(s, h), proposers.propose(s, h)
     assert a == b and 0.001 <= a["lr"] <= 0.1 and a["depth"] in (1, 2, 3, 4) and isinstance(a["depth"], int)
@@ -105,11 +126,14 @@ def test_command_proposer_reads_history_on_stdin(lab):
     assert json.loads((lab / "agent_saw.json").read_text()) == {"req_exp": 3, "baseline_width": 16}
 
 
-@pytest.mark.parametrize("script, message", [
-    ("import sys; sys.exit('no idea')", "exited with 1: no idea"),
-    ("print('try a bigger lr')", "not a JSON object of overrides"),
-    ("print('[1, 2]')", "printed a JSON list"),
-])
+@pytest.mark.parametrize(
+    "script, message",
+    [
+        ("import sys; sys.exit('no idea')", "exited with 1: no idea"),
+        ("print('try a bigger lr')", "not a JSON object of overrides"),
+        ("print('[1, 2]')", "printed a JSON list"),
+    ],
+)
 def test_command_proposer_failures_are_clear(lab, script, message):
     (lab / "agent.py").write_text(script)
     s = _study(f"{{proposer: {{command: '{sys.executable} agent.py'}}, trials: 3}}", source="studies/agent.yaml")
@@ -122,12 +146,13 @@ def _launch(instance, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
     from lab_assets.defs.definitions import defs
 
     return defs.resolve_job_def(request.job_name).execute_in_process(
-        instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False)
+        instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+    )
 
 
 def test_sensor_runs_the_loop_and_survives_restarts(lab):
-    from lab_assets.runtime.instance import get_instance
     from lab_assets.defs.study_sensor import study_loop
+    from lab_assets.runtime.instance import get_instance
 
     (lab / "studies").mkdir()
     (lab / "studies" / "tiny.yaml").write_text(TINY_STUDY)
@@ -159,7 +184,11 @@ def test_sensor_runs_the_loop_and_survives_restarts(lab):
     event = instance.get_latest_materialization_event(dg.AssetKey("gpt_model"))
     meta = event.asset_materialization.metadata
     assert event.asset_materialization.partition == str(trial_key)
-    assert meta["val_bpb"].value == rows[1]["val_bpb"] and meta["steps"].value == 6 and meta["resumed_from_step"].value == 0
+    assert (
+        meta["val_bpb"].value == rows[1]["val_bpb"]
+        and meta["steps"].value == 6
+        and meta["resumed_from_step"].value == 0
+    )
     # Progress as an observation of the study's ledger, with the table in its metadata.
     record = instance.get_latest_data_version_record(dg.AssetKey("study_ledger"), True, "tiny")
     assert record is not None
@@ -174,9 +203,12 @@ def test_a_study_on_s3_keeps_its_ledger_there(lab, s3):
     (lab / "studies" / "tiny.yaml").write_text(TINY_STUDY.replace("trials: 1", "trials: 2"))
     out = lab_cli("study", "run", "studies/tiny.yaml", "--json", cwd=lab)
     assert out.returncode == 0, out.stdout + out.stderr
-    stored = [o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])]
-    assert sorted(k.rsplit("/", 1)[1] for k in stored if k.startswith("lab/assets/study_ledger/tiny/")) == \
-        sorted(f"{r['trial']}.json" for r in ledger.rows("tiny"))
+    stored = [
+        o["Key"] for o in s3.list_objects_v2(Bucket=S3_BUCKET, Prefix="lab/assets/study_ledger/").get("Contents", [])
+    ]
+    assert sorted(k.rsplit("/", 1)[1] for k in stored if k.startswith("lab/assets/study_ledger/tiny/")) == sorted(
+        f"{r['trial']}.json" for r in ledger.rows("tiny")
+    )
     assert {"lab/assets/study_ledger/tiny.parquet", "lab/assets/study_ledger/tiny.tsv"} <= set(stored)
     show = json.loads(lab_cli("study", "show", "studies/tiny.yaml", "--json", cwd=lab).stdout)
     assert [r["exp"] for r in show["rows"]] == [0, 1] and show["rows"][0]["status"] == "baseline"

@@ -27,7 +27,9 @@ def _no_traceback(text: str) -> None:
 
 
 def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
-    pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(lab / "broken.csv", index=False)
+    pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(
+        lab / "broken.csv", index=False
+    )
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n"))
 
@@ -35,7 +37,7 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     assert out.returncode == 1
     _no_traceback(out.stderr)  # Dagster's own step-failure logging no longer reaches the terminal
     # One line per failed run: the broken dataset's partition in each of its two cells.
-    lines = [l for l in out.stderr.splitlines() if l.startswith("FAILED ")]
+    lines = [line for line in out.stderr.splitlines() if line.startswith("FAILED ")]
     assert len(lines) == 2
     line = lines[0]
     assert "FAILED datasets file-" in line and "BadDataError: data " in line
@@ -69,8 +71,13 @@ def test_ctrl_c_is_one_sentence_exit_130_no_process_left_and_resumes(lab):
     # A terminal's Ctrl-C: SIGINT to the command's whole process group.
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/slow.yaml", "--workers", "2"],
-        cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        cwd=lab,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     embeddings = Path(storage.asset_path("embedding")).parent / "embedding"
     out, err = interrupt_when(proc, lambda: any(embeddings.rglob("*.parquet")))
@@ -138,7 +145,9 @@ def test_limits_at_the_boundary_are_accepted():
 
 
 def test_a_file_dataset_is_checked_as_soon_as_its_shape_is_known(lab):
-    pd.DataFrame(np.random.default_rng(0).normal(size=(12, 2)), columns=["a", "b"]).to_csv(lab / "small.csv", index=False)
+    pd.DataFrame(np.random.default_rng(0).normal(size=(12, 2)), columns=["a", "b"]).to_csv(
+        lab / "small.csv", index=False
+    )
     pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": ["x", "y", "z"]}).to_csv(lab / "words.csv", index=False)
     small = "name: s\ndata:\n  file: {path: small.csv}\nmethods:\n  pca: {n_components: 3}\nmetrics:\n  trustworthiness: {k: [10]}\n"
     error = _parse_error(small)
@@ -172,7 +181,9 @@ def test_the_cli_refuses_a_sweep_that_would_fail_every_cell_and_runs_nothing(lab
 
 @pytest.fixture
 def with_table(lab):
-    storage.write_parquet(storage.asset_path("metric_table"), pd.DataFrame({"method_name": ["pca", "umap"], "x": [1.0, 2.0]}))
+    storage.write_parquet(
+        storage.asset_path("metric_table"), pd.DataFrame({"method_name": ["pca", "umap"], "x": [1.0, 2.0]})
+    )
     (lab / "secret.csv").write_text("a,b\n1,2\n")
     return lab
 
@@ -235,12 +246,18 @@ def mounted(tmp_path):
         subprocess.run(["umount", str(where)], check=False)
 
 
-@pytest.mark.parametrize("options, reason", [("ro,size=1m", "Read-only file system"), ("size=256k", "No space left on device")])
+@pytest.mark.parametrize(
+    "options, reason", [("ro,size=1m", "Read-only file system"), ("size=256k", "No space left on device")]
+)
 def test_a_read_only_or_full_lab_home_is_a_clear_error_naming_it(lab, monkeypatch, mounted, options, reason):
     home = mounted(options) / "lab"
     monkeypatch.setenv("LAB_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
-    for args in (("sweep", "run", "sweeps/tiny.yaml"), ("sweep", "plan", "sweeps/tiny.yaml"), ("report", "sweeps/tiny.yaml")):
+    for args in (
+        ("sweep", "run", "sweeps/tiny.yaml"),
+        ("sweep", "plan", "sweeps/tiny.yaml"),
+        ("report", "sweeps/tiny.yaml"),
+    ):
         out = lab_cli(*args, cwd=lab)
         assert out.returncode == 2, out.stderr
         assert f"{home}: cannot write here: {reason}. Nothing was run." in out.stderr

@@ -9,10 +9,10 @@ import dagster as dg
 import pytest
 
 from lab_assets.core import keys
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
-from lab_assets.runtime.instance import get_instance
 from lab_assets.core.k8s_resources import GPU_TAG
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
 
 PARTITIONS = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) {
@@ -50,8 +50,11 @@ def test_ui_serves_partitions_and_materializes_one(lab):
         launched = graphql(port, BACKFILL, {"params": params})["launchPartitionBackfill"]
         assert launched["__typename"] == "LaunchBackfillSuccess", launched
         status = wait_for(
-            lambda: (s := graphql(port, STATUS, {"id": launched["backfillId"]})["partitionBackfillOrError"]["status"])
-            in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED") and s,
+            lambda: (
+                (s := graphql(port, STATUS, {"id": launched["backfillId"]})["partitionBackfillOrError"]["status"])
+                in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED")
+                and s
+            ),
             240,
             "the backfill",
         )

@@ -6,13 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from lab_assets.core.processes import alive
-
 from lab_assets_tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads /proc (Linux)")
@@ -24,7 +22,9 @@ def _children(pid: int) -> dict[str, int]:
     roles = {}
     for kid in map(int, kids):
         cmdline = Path(f"/proc/{kid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        roles["webserver" if "dagster_webserver" in cmdline else "daemon" if "runtime.daemon" in cmdline else cmdline] = kid
+        roles[
+            "webserver" if "dagster_webserver" in cmdline else "daemon" if "runtime.daemon" in cmdline else cmdline
+        ] = kid
     return roles
 
 
@@ -42,9 +42,16 @@ def _listeners(port: int) -> set[str]:
 
 def _start(lab):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", "ui", "--port", str(port)], cwd=lab,
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "ui", "--port", str(port)],
+        cwd=lab,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
     def up():
         roles = _children(proc.pid)
         return roles if len(roles) == 2 and _listeners(port) else None

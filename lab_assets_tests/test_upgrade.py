@@ -24,8 +24,13 @@ LAYOUT_2_BEGAN_WITH = "lab_assets/core/results_cache.py"
 def _previous_release(tmp_path):
     """The code of the commit before layout 2's change, unpacked in a folder."""
     git = require_tool("git", "the upgrade test checks out an earlier commit")
-    added = subprocess.run([git, "log", "-1", "--format=%H", "--diff-filter=A", "--", LAYOUT_2_BEGAN_WITH],
-                           cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    added = subprocess.run(
+        [git, "log", "-1", "--format=%H", "--diff-filter=A", "--", LAYOUT_2_BEGAN_WITH],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     if not added:
         pytest.fail(f"{LAYOUT_2_BEGAN_WITH} is not committed: the previous release is the commit before it")
     folder = tmp_path / "previous"
@@ -37,25 +42,34 @@ def _previous_release(tmp_path):
 
 def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_changed(lab, tmp_path):
     previous = _previous_release(tmp_path)
-    old = subprocess.run([sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--json",
-                          "--workers", "1"], cwd=lab, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(previous)})
+    old = subprocess.run(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1"],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(previous)},
+    )
     assert old.returncode == 0, old.stderr
     assert json.loads(old.stdout)["materialized"]["cells"] == 4
     assert not (lab / ".lab" / "layout.json").exists()  # the previous release recorded none
+    # A dataset is stale exactly when the code of its version changed: the dataset asset's module or
+    # the tiny sweep's dataset entries (this release's formatter pass touched some of them).
+    code = ["defs/assets/datasets.py", "dr/datasets/manifolds.py"]
+    data_changed = any((previous / "lab_assets" / f).read_bytes() != (REPO / "lab_assets" / f).read_bytes() for f in code)
     shutil.rmtree(previous)
 
     plan = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
     assert plan.returncode == 0, plan.stderr
     planned = json.loads(plan.stdout)
-    assert all(d["status"] == "fresh" for d in planned["datasets"].values())  # datasets' code is unchanged
+    assert {d["status"] for d in planned["datasets"].values()} == {"stale" if data_changed else "fresh"}
     assert all(c["status"] == "stale" for c in planned["cells"]), planned["cells"]
 
     run = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert run.returncode == 0, run.stderr
     assert f"layout {layout.VERSION}: {layout.CHANGES[layout.VERSION]}" in run.stderr  # said before running
     done = json.loads(run.stdout)["materialized"]
-    assert done.get("datasets", 0) == 0 and done["cells"] == 4  # what the release changed, nothing else
+    assert done.get("datasets", 0) == (2 if data_changed else 0) and done["cells"] == 4  # what changed, nothing else
     assert json.loads((lab / ".lab" / "layout.json").read_text()) == {"version": layout.VERSION}
 
     again = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)

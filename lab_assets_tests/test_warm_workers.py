@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
 from lab_assets.core.threads import SINGLE_THREADED
-from lab_assets.core.warm_workers import WarmWorkers, start_method
+from lab_assets.core.warm_workers import WarmWorkers
 
 WARMED = []  # in a worker: one entry per warm-up
 

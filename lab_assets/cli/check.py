@@ -12,10 +12,17 @@ BAD_INPUT = 2
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("check", help="CI: the definitions load (dg check defs), every sweep and study file passes "
-                       "the plan-time checks, every registry entry has its declarations; exit 2 with the count")
-    p.add_argument("--format", choices=["text", "github"], default="text",
-                   help="github: `::error file=...,line=...::...` workflow annotations")
+    p = sub.add_parser(
+        "check",
+        help="CI: the definitions load (dg check defs), every sweep and study file passes "
+        "the plan-time checks, every registry entry has its declarations; exit 2 with the count",
+    )
+    p.add_argument(
+        "--format",
+        choices=["text", "github"],
+        default="text",
+        help="github: `::error file=...,line=...::...` workflow annotations",
+    )
     p.add_argument("--no-dg", action="store_true", help="skip `dg check defs` (the definitions are still loaded)")
     p.set_defaults(fn=run)
 

@@ -156,8 +156,18 @@ class Postgres:
         if os.geteuid() == 0:
             shutil.chown(pwfile, "postgres", "postgres")
         try:
-            out = self._run(str(bindir / "initdb"), "-D", str(self.data), "-U", DB_USER, f"--pwfile={pwfile}",
-                            "--auth=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8")
+            out = self._run(
+                str(bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                DB_USER,
+                f"--pwfile={pwfile}",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            )
         finally:
             os.unlink(pwfile)
         if out.returncode:
@@ -168,8 +178,9 @@ class Postgres:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
         if self.fast:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        out = self._run(str(bindir / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log),
-                        "-o", options)
+        out = self._run(
+            str(bindir / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log), "-o", options
+        )
         if out.returncode:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.is_file() else ""
             raise ClusterError(f"PostgreSQL did not start (log: {self.log}):\n{out.stderr}{log}")
@@ -208,7 +219,10 @@ class Postgres:
 
 
 def instance_config(
-    pg_port: int, db_name: str, runs_dir: str | None = None, instance_file: Path = K8S_INSTANCE,
+    pg_port: int,
+    db_name: str,
+    runs_dir: str | None = None,
+    instance_file: Path = K8S_INSTANCE,
     pg_host: str = "127.0.0.1",
 ) -> dict:
     """k8s/base/dagster.yaml with the Postgres host, port and database overridden; with
@@ -278,7 +292,7 @@ class State:
         self.path.write_text(json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, folder: Path) -> "State":
+    def load(cls, folder: Path) -> State:
         return cls(**json.loads((folder / "state.json").read_text()))
 
 
@@ -322,8 +336,15 @@ def cluster_env(state: State, creds: dict[str, str]) -> dict[str, str]:
 def _spawn(name: str, argv: list[str], env: dict[str, str], folder: Path) -> subprocess.Popen:
     log = open(folder / "logs" / f"{name}.log", "ab")
     try:
-        return subprocess.Popen(argv, env=env, cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=folder,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     finally:
         log.close()
 
@@ -344,8 +365,13 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeout: float = 120,
-       s3_endpoint: str | None = None) -> State:
+def up(
+    folder: Path,
+    ui_port: int | None = None,
+    db_name: str = "dagster",
+    timeout: float = 120,
+    s3_endpoint: str | None = None,
+) -> State:
     """Start every part (each its own process group) and wait until the webserver answers with
     the code location loaded. Returns the state, also written to `<folder>/state.json`.
     With `s3_endpoint`, that store is used (its bucket created if missing) and no moto is started.
@@ -393,24 +419,59 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
             s3 = _spawn("s3", [py, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(state.s3_port)], env, folder)
             state.pids["s3"] = s3.pid
         code_env = {**env, HOME_VAR: str(folder / "lab"), "DAGSTER_CURRENT_IMAGE": CURRENT_IMAGE}
-        grpc = _spawn("code-server", [py, "-m", "dagster", "api", "grpc", "-m", "lab_assets.defs.definitions",
-                                      "-h", "127.0.0.1", "-p", str(state.grpc_port)], code_env, folder)
+        grpc = _spawn(
+            "code-server",
+            [
+                py,
+                "-m",
+                "dagster",
+                "api",
+                "grpc",
+                "-m",
+                "lab_assets.defs.definitions",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(state.grpc_port),
+            ],
+            code_env,
+            folder,
+        )
         state.pids["code-server"] = grpc.pid
         state.save()
         if s3 is not None:
-            wait_until(lambda: _http_ok(f"{state.s3_endpoint}/"), 60, "the S3 server (moto)",
-                       folder / "logs" / "s3.log", lambda: s3.poll() is None)
+            wait_until(
+                lambda: _http_ok(f"{state.s3_endpoint}/"),
+                60,
+                "the S3 server (moto)",
+                folder / "logs" / "s3.log",
+                lambda: s3.poll() is None,
+            )
             _create_bucket(env)
-        wait_until(lambda: _port_open(state.grpc_port), timeout, "the code server (dagster api grpc)",
-                   folder / "logs" / "code-server.log", lambda: grpc.poll() is None)
+        wait_until(
+            lambda: _port_open(state.grpc_port),
+            timeout,
+            "the code server (dagster api grpc)",
+            folder / "logs" / "code-server.log",
+            lambda: grpc.poll() is None,
+        )
         workspace = ["-w", str(folder / "workspace.yaml")]
-        web = _spawn("webserver", [py, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(state.ui_port),
-                                   *workspace], env, folder)
+        web = _spawn(
+            "webserver",
+            [py, "-m", "dagster_webserver", "-h", "127.0.0.1", "-p", str(state.ui_port), *workspace],
+            env,
+            folder,
+        )
         daemon = _spawn("daemon", [_script("dagster-daemon", env), "run", *workspace], env, folder)
         state.pids.update(webserver=web.pid, daemon=daemon.pid)
         state.save()
-        wait_until(lambda: _location_loaded(state.ui_url), timeout, "the webserver with the code location",
-                   folder / "logs" / "webserver.log", lambda: web.poll() is None)
+        wait_until(
+            lambda: _location_loaded(state.ui_url),
+            timeout,
+            "the webserver with the code location",
+            folder / "logs" / "webserver.log",
+            lambda: web.poll() is None,
+        )
         wait_until(lambda: daemon.poll() is None, 1, "the daemon", folder / "logs" / "daemon.log")
     except BaseException:
         down(folder)
@@ -420,14 +481,18 @@ def up(folder: Path, ui_port: int | None = None, db_name: str = "dagster", timeo
 
 def _create_bucket(env: dict[str, str]) -> None:
     import boto3
-
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_DEFAULT_REGION"],
-                              aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                              config=Config(connect_timeout=5, retries={"total_max_attempts": 2}))
+        client = boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+            config=Config(connect_timeout=5, retries={"total_max_attempts": 2}),
+        )
         if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
             client.create_bucket(Bucket=BUCKET)
     except (BotoCoreError, ClientError, ValueError) as e:  # ValueError: not a URL ("Invalid endpoint")
@@ -435,7 +500,7 @@ def _create_bucket(env: dict[str, str]) -> None:
 
 
 def _location_loaded(url: str) -> bool:
-    query = '{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }'
+    query = "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }"
     body = json.dumps({"query": query}).encode()
     try:
         request = urllib.request.Request(f"{url}/graphql", body, {"Content-Type": "application/json"})
@@ -443,7 +508,9 @@ def _location_loaded(url: str) -> bool:
             entries = json.loads(r.read())["data"]["workspaceOrError"]["locationEntries"]
     except (OSError, KeyError, TypeError, ValueError):
         return False
-    return any(e["locationOrLoadError"] and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
+    return any(
+        e["locationOrLoadError"] and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries
+    )
 
 
 def _stop_groups(pids: list[int], timeout: float = 20) -> None:
@@ -478,7 +545,9 @@ def down(folder: Path) -> list[str]:
     if not (folder / "state.json").is_file():
         return []
     state = State.load(folder)
-    runs = [int(p.read_text()) for p in sorted((folder / "runs").glob("*/pid")) if not (p.parent / "exit_code").is_file()]
+    runs = [
+        int(p.read_text()) for p in sorted((folder / "runs").glob("*/pid")) if not (p.parent / "exit_code").is_file()
+    ]
     _stop_groups([pid for pid in runs if alive(pid)], timeout=10)
     parts = {name: state.pids.pop(name, None) for name in ("daemon", "webserver", "code-server", "s3")}
     stopped = [name for name, pid in parts.items() if pid and alive(pid)]
@@ -516,21 +585,36 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(f"lab cluster: {e}", file=sys.stderr)
         return 1
     print(f"lab cluster: Dagster UI on {state.ui_url}")
-    print(f"  Postgres 127.0.0.1:{state.pg_port} (database {state.db_name}), S3 {state.s3_endpoint} "
-          f"(bucket {BUCKET}), code server 127.0.0.1:{state.grpc_port}; logs in {folder}/logs, runs in {folder}/runs")
+    print(
+        f"  Postgres 127.0.0.1:{state.pg_port} (database {state.db_name}), S3 {state.s3_endpoint} "
+        f"(bucket {BUCKET}), code server 127.0.0.1:{state.grpc_port}; logs in {folder}/logs, runs in {folder}/runs"
+    )
     print(f"  use it from a shell: source {folder}/env.sh && lab sweep run sweeps/demo.yaml --submit {state.ui_url}")
-    print(f"  stop it: lab cluster down{f' --dir {args.dir}' if args.dir else ''} (a throwaway: objects and runs go with it)")
+    print(
+        f"  stop it: lab cluster down{f' --dir {args.dir}' if args.dir else ''} "
+        "(a throwaway: objects and runs go with it)"
+    )
     return 0
 
 
 def add_parser(sub) -> None:
-    cluster = sub.add_parser("cluster", help="the Kubernetes deployment's parts on this machine (Postgres, S3, "
-                             "code server, webserver, daemon, one process per run)")
-    cluster.add_argument("action", choices=["up", "down"], help="up: start every part, print the UI address; "
-                         "down: stop them (a throwaway: runs and objects go with it)")
+    cluster = sub.add_parser(
+        "cluster",
+        help="the Kubernetes deployment's parts on this machine (Postgres, S3, "
+        "code server, webserver, daemon, one process per run)",
+    )
+    cluster.add_argument(
+        "action",
+        choices=["up", "down"],
+        help="up: start every part, print the UI address; down: stop them (a throwaway: runs and objects go with it)",
+    )
     cluster.add_argument("--dir", help="the cluster's folder (default: <lab home>/cluster)")
     cluster.add_argument("--port", type=int, default=None, help="the UI's port (default: a free one)")
-    cluster.add_argument("--s3-endpoint", default=None, help="an S3-compatible store already running "
-                         "(http://host:port; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
-                         "instead of starting moto's server")
+    cluster.add_argument(
+        "--s3-endpoint",
+        default=None,
+        help="an S3-compatible store already running "
+        "(http://host:port; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) "
+        "instead of starting moto's server",
+    )
     cluster.set_defaults(fn=cmd_cluster)

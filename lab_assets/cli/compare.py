@@ -14,13 +14,23 @@ BAD_INPUT, REGRESSED = 2, 1
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="a sweep's results before and after a change: per metric and dataset x "
-                       "method, the paired difference over seeds and whether it is beyond seed noise")
+    p = sub.add_parser(
+        "compare",
+        help="a sweep's results before and after a change: per metric and dataset x "
+        "method, the paired difference over seeds and whether it is beyond seed noise",
+    )
     p.add_argument("file", metavar="SWEEP")
-    p.add_argument("--against", metavar="PATH", help="another lab home (a folder): its metric files are 'before', "
-                   "this lab home's are 'after' (default: each cell's previous materialization here)")
-    p.add_argument("--fail-on", choices=["regress"], help="regress: exit 1 when a metric with a direction "
-                   "(better=) got significantly worse")
+    p.add_argument(
+        "--against",
+        metavar="PATH",
+        help="another lab home (a folder): its metric files are 'before', "
+        "this lab home's are 'after' (default: each cell's previous materialization here)",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=["regress"],
+        help="regress: exit 1 when a metric with a direction (better=) got significantly worse",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true")
     out.add_argument("--markdown", action="store_true", help="for a pull request's step summary or comment")
@@ -52,8 +62,19 @@ def run(args: argparse.Namespace) -> int:
     table = compare.compare(sweep, before, after)
     if args.json:
         rows = json.loads(table.to_json(orient="records"))  # NaN -> null
-        print(json.dumps({"sweep": sweep.name, "before_after": what, "test": compare.TEST, "alpha": compare.ALPHA,
-                          "min_pairs": compare.MIN_PAIRS, "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "sweep": sweep.name,
+                    "before_after": what,
+                    "test": compare.TEST,
+                    "alpha": compare.ALPHA,
+                    "min_pairs": compare.MIN_PAIRS,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+        )
     elif args.markdown:
         print(compare.markdown(sweep.name, table, what))
     else:

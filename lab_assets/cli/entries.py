@@ -14,8 +14,11 @@ KINDS = ("datasets", "methods", "metrics")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="every dataset, method and metric a sweep can name (built-in and the lab's "
-                       "plugins): parameters, defaults, where it comes from")
+    p = sub.add_parser(
+        "list",
+        help="every dataset, method and metric a sweep can name (built-in and the lab's "
+        "plugins): parameters, defaults, where it comes from",
+    )
     p.add_argument("kind", nargs="?", choices=KINDS, help="only this kind")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(fn=run)
@@ -53,12 +56,20 @@ def _constrained(text: str, metadata: list[Any]) -> str:
 def describe(entry: Any) -> dict[str, Any]:
     params = []
     for name, field in entry.params_model.model_fields.items():
-        item: dict[str, Any] = {"name": name, "type": _constrained(_text(field.annotation), field.metadata),
-                                "required": field.is_required()}
+        item: dict[str, Any] = {
+            "name": name,
+            "type": _constrained(_text(field.annotation), field.metadata),
+            "required": field.is_required(),
+        }
         if not field.is_required():
             item["default"] = json.loads(json.dumps(field.default, default=str))
         params.append(item)
-    out = {"name": entry.name, "origin": entry.origin, "doc": " ".join(entry.description.split("\n\n")[0].split()), "parameters": params}
+    out = {
+        "name": entry.name,
+        "origin": entry.origin,
+        "doc": " ".join(entry.description.split("\n\n")[0].split()),
+        "parameters": params,
+    }
     if entry.kind == "metric":
         out["better"] = entry.better
     return out

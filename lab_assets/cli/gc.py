@@ -8,9 +8,12 @@ import json
 
 
 def add_parser(sub) -> None:
-    gc = sub.add_parser("gc", help="delete what no registered sweep uses any more (cells and datasets of "
-                        "configurations no sweep declares, sweeps whose file is gone, old report versions, files no "
-                        "materialization points to): files, partitions and their runs")
+    gc = sub.add_parser(
+        "gc",
+        help="delete what no registered sweep uses any more (cells and datasets of "
+        "configurations no sweep declares, sweeps whose file is gone, old report versions, files no "
+        "materialization points to): files, partitions and their runs",
+    )
     gc.add_argument("--dry-run", action="store_true", help="list it with sizes, delete nothing")
     gc.add_argument("--json", action="store_true", help="machine-readable list")
     gc.set_defaults(fn=run, writes=True)

@@ -10,8 +10,11 @@ import json
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("impact", help="what the change since a git revision makes stale, per sweep and cell, and "
-                       "why (nothing is run); with recorded costs where an instance is at hand")
+    p = sub.add_parser(
+        "impact",
+        help="what the change since a git revision makes stale, per sweep and cell, and "
+        "why (nothing is run); with recorded costs where an instance is at hand",
+    )
     p.add_argument("sweeps", nargs="*", metavar="SWEEP", help="sweep files (default: every file under sweeps/)")
     p.add_argument("--base", required=True, help="the git revision to compare with (origin/main, HEAD~1, a SHA)")
     out = p.add_mutually_exclusive_group()

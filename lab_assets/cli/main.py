@@ -40,7 +40,22 @@ from lab_assets.core import fast_exit
 from lab_assets.runner.commands import hand_over
 
 COMMANDS = (
-    sweep, sweep_remove, report, verify, logs, query, study, ui, service, cluster, check, impact, compare, entries, new, gc,
+    sweep,
+    sweep_remove,
+    report,
+    verify,
+    logs,
+    query,
+    study,
+    ui,
+    service,
+    cluster,
+    check,
+    impact,
+    compare,
+    entries,
+    new,
+    gc,
     push,
 )
 
@@ -99,8 +114,11 @@ def _refused(error: Exception) -> int | None:
         print(f"lab: invalid {error.what}\n{error}", file=sys.stderr)
         return BAD_INPUT
     if isinstance(error, UnreadableFileError):  # a file read here (a report's, lab query's tables)
-        print(f"lab: {error.problem}; `lab verify <sweep file>` names every damaged file and the command that "
-              "recomputes it", file=sys.stderr)
+        print(
+            f"lab: {error.problem}; `lab verify <sweep file>` names every damaged file and the command that "
+            "recomputes it",
+            file=sys.stderr,
+        )
         return FAILED
     problem = _storage_problem(error)
     if problem is None:
@@ -122,8 +140,10 @@ def _storage_problem(error: BaseException) -> str | None:
         text = str(error).lower()
         cannot_write = any(w in text for w in ("readonly", "disk is full", "disk i/o"))
         if type(error).__name__ == "OperationalError" and cannot_write:
-            return f"{dagster_home()}: the Dagster instance cannot write ({str(error).splitlines()[0]}). " \
-                   "Free space there or make it writable, or point DAGSTER_HOME at another folder."
+            return (
+                f"{dagster_home()}: the Dagster instance cannot write ({str(error).splitlines()[0]}). "
+                "Free space there or make it writable, or point DAGSTER_HOME at another folder."
+            )
         error = error.__cause__ or error.__context__
     return None
 

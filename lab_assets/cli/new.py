@@ -18,8 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("new", help="write a new method, dataset or metric (and its test) into the lab's package")
     p.add_argument("kind", choices=KINDS)
     p.add_argument("name", help="its name in sweep files (lower case, digits, _)")
-    p.add_argument("--package", metavar="DIR", help="the package folder to write into (default: plugins/ in the "
-                   "project folder)")
+    p.add_argument(
+        "--package", metavar="DIR", help="the package folder to write into (default: plugins/ in the project folder)"
+    )
     p.set_defaults(fn=run)
 
 
@@ -39,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
         print("   or, in the pyproject.toml of the lab's own distribution (then `pip install -e .`):")
         print(f'          [project.entry-points."lab_assets.plugins"]\n          {package.name} = "{package.name}"')
     print(f"then:     lab list {args.kind}s")
-    if package.joinpath("__init__.py") not in written and "importlib.import_module" not in package.joinpath("__init__.py").read_text():
-        print(f"note: {package / '__init__.py'} exists and does not import its modules: import {package.name}.{args.name} "
-              f"there, or name {package.name}.{args.name} in LAB_PLUGINS", file=sys.stderr)
+    if (
+        package.joinpath("__init__.py") not in written
+        and "importlib.import_module" not in package.joinpath("__init__.py").read_text()
+    ):
+        print(
+            f"note: {package / '__init__.py'} exists and does not import its modules: "
+            f"import {package.name}.{args.name} "
+            f"there, or name {package.name}.{args.name} in LAB_PLUGINS",
+            file=sys.stderr,
+        )
     return 0

@@ -34,8 +34,9 @@ def progress_factory(enabled: bool):
     def factory(label: str, total: int):
         if total == 0:
             return lambda outcome: None
-        bar = Progress(TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=console)
+        bar = Progress(
+            TextColumn(f"{label:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        )
         bar.start()
         bars.append(bar)
         task = bar.add_task(label, total=total)
@@ -61,8 +62,10 @@ def print_problems(result, verbose: bool = False) -> None:
     for o in result.failed:
         first = o.why.splitlines()[0] if o.why else "failed (see the run's log)"
         step = f"step {o.step}, " if o.step else ""
-        print(f"FAILED {o.job} {o.partition}: {first}  [{step}run {o.run_id[:8]}; full log: lab logs {o.run_id[:8]}]",
-              file=sys.stderr)
+        print(
+            f"FAILED {o.job} {o.partition}: {first}  [{step}run {o.run_id[:8]}; full log: lab logs {o.run_id[:8]}]",
+            file=sys.stderr,
+        )
     for o in result.skipped:
         print(f"SKIPPED {o.job} {o.partition}: {o.why}", file=sys.stderr)
     if verbose:
@@ -103,8 +106,10 @@ def print_report(sweep, cells: bool = False) -> None:
         summary = storage.read_parquet(f"{out}/summary.parquet")
         comparisons = storage.read_parquet(f"{out}/comparisons.parquet")
         print(tables.summary_text(summary, comparisons, width()))
-    print(f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
-          "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png")
+    print(
+        f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
+        "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png"
+    )
 
 
 def report_text(sweep) -> str:

@@ -8,11 +8,19 @@ import json
 
 
 def add_parser(sub) -> None:
-    push = sub.add_parser("push", help="copy this lab home's results cache to a shared store (e.g. the team's S3): "
-                          "a cell computed here is then recorded, not computed, wherever that cache is used")
+    push = sub.add_parser(
+        "push",
+        help="copy this lab home's results cache to a shared store (e.g. the team's S3): "
+        "a cell computed here is then recorded, not computed, wherever that cache is used",
+    )
     push.add_argument("--to", required=True, metavar="URL", help="the shared cache, e.g. s3://team-bucket/lab-cache")
-    push.add_argument("--options", default=None, metavar="JSON", help="fsspec options of that store, e.g. "
-                      '\'{"endpoint_url": "http://minio:9000"}\' (default: LAB_RESULTS_CACHE_OPTIONS)')
+    push.add_argument(
+        "--options",
+        default=None,
+        metavar="JSON",
+        help="fsspec options of that store, e.g. "
+        '\'{"endpoint_url": "http://minio:9000"}\' (default: LAB_RESULTS_CACHE_OPTIONS)',
+    )
     push.set_defaults(fn=run)
 
 
@@ -28,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if source is None:
         raise InputError("LAB_RESULTS_CACHE is off: this lab home keeps no results cache to push")
     counts = results_cache.push(source, results_cache.open_cache(args.to, options))
-    print(f"lab push: {counts['copied']} entries copied to {args.to}, {counts['present']} already there"
-          + (f", {counts['damaged']} damaged ones left out" if counts["damaged"] else ""))
+    print(
+        f"lab push: {counts['copied']} entries copied to {args.to}, {counts['present']} already there"
+        + (f", {counts['damaged']} damaged ones left out" if counts["damaged"] else "")
+    )
     return 0

@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import duckdb
 
-    from lab_assets.dr.query import QueryRefused, run as run_query, tables
+    from lab_assets.dr.query import QueryRefused, tables
+    from lab_assets.dr.query import run as run_query
 
     if not tables():
         print("lab query: no results yet; run `lab sweep run <file>` first", file=sys.stderr)

@@ -10,8 +10,11 @@ from lab_assets.cli.output import print_problems, print_report
 
 
 def add_parser(sub) -> None:
-    report = sub.add_parser("report", help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
-                            "Markdown) and figures; print the summary")
+    report = sub.add_parser(
+        "report",
+        help="write a sweep's summary over seeds and per-cell table (Parquet, CSV, "
+        "Markdown) and figures; print the summary",
+    )
     report.add_argument("file")
     report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
     report.add_argument("--json", action="store_true")

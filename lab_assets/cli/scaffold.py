@@ -108,7 +108,7 @@ def $name(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)] = 10) -> float:
 }
 
 TEST = {
-    "method": '''import numpy as np
+    "method": """import numpy as np
 
 from $package.$name import $name
 
@@ -118,8 +118,8 @@ def test_${name}_embeds_every_row_reproducibly():
     Z = $name(0, n_components=2).fit_transform(X)
     assert Z.shape == (40, 2) and np.isfinite(Z).all()
     np.testing.assert_array_equal(Z, $name(0, n_components=2).fit_transform(X))  # same seed, same result
-''',
-    "dataset": '''import numpy as np
+""",
+    "dataset": """import numpy as np
 
 from $package.$name import $name
 
@@ -130,8 +130,8 @@ def test_${name}_has_the_declared_shape_and_is_seeded():
     assert raw.labels is None or len(raw.labels) == 50
     assert $name.shape_of({"n_samples": 50}).points == 50
     np.testing.assert_array_equal(raw.X, $name(np.random.default_rng(0), n_samples=50).X)
-''',
-    "metric": '''import numpy as np
+""",
+    "metric": """import numpy as np
 
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from $package.$name import $name
@@ -142,7 +142,7 @@ def test_${name}_stays_in_its_range():
     assert $name(Neighborhoods(X, X, k_max=5), k=5) == 1.0  # the data as its own embedding
     noise = np.random.default_rng(1).normal(size=(40, 2))
     assert $name.in_range($name(Neighborhoods(X, noise, k_max=5), k=5))
-''',
+""",
 }
 
 

@@ -8,9 +8,12 @@ from lab_assets.runner import service as warm_service
 
 
 def add_parser(sub) -> None:
-    service = sub.add_parser("service", help="the warm service that runs `lab sweep plan|run`, `lab report` and "
-                             "`lab verify` with Dagster and the libraries already loaded (on by default in a "
-                             "terminal; LAB_SERVICE=0/1)")
+    service = sub.add_parser(
+        "service",
+        help="the warm service that runs `lab sweep plan|run`, `lab report` and "
+        "`lab verify` with Dagster and the libraries already loaded (on by default in a "
+        "terminal; LAB_SERVICE=0/1)",
+    )
     service.add_argument("action", choices=["status", "start", "stop"])
     service.set_defaults(fn=run)
 

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
 from lab_assets.core.settings import PER_LAB_HOME, service_idle_seconds
+from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
 from lab_assets.runner.service import CHILD, MESSAGE, folder, key
 
 
@@ -259,10 +259,18 @@ def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple)
             os.dup2(fd, target)
             os.close(fd)
         sys.stdin = io.TextIOWrapper(open(0, "rb", closefd=False), encoding=sys.stdin.encoding)
-        sys.stdout = io.TextIOWrapper(open(1, "wb", buffering=0, closefd=False), encoding=sys.stdout.encoding,
-                                      line_buffering=True, write_through=not os.isatty(1))
-        sys.stderr = io.TextIOWrapper(open(2, "wb", buffering=0, closefd=False), encoding=sys.stderr.encoding,
-                                      line_buffering=True, write_through=True)
+        sys.stdout = io.TextIOWrapper(
+            open(1, "wb", buffering=0, closefd=False),
+            encoding=sys.stdout.encoding,
+            line_buffering=True,
+            write_through=not os.isatty(1),
+        )
+        sys.stderr = io.TextIOWrapper(
+            open(2, "wb", buffering=0, closefd=False),
+            encoding=sys.stderr.encoding,
+            line_buffering=True,
+            write_through=True,
+        )
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -49,8 +49,13 @@ def _show(name: str, as_json: bool, heartbeat: dict | None) -> int:
 
     rows = ledger.rows(name)
     if as_json:
-        print(json.dumps({"study": name, "progress": heartbeat, "rows": rows,
-                          "tsv": ledger.path(name, ".tsv")}, indent=2, default=str))
+        print(
+            json.dumps(
+                {"study": name, "progress": heartbeat, "rows": rows, "tsv": ledger.path(name, ".tsv")},
+                indent=2,
+                default=str,
+            )
+        )
     else:
         print(ledger.tsv(rows), end="")
         print(f"ledger: {ledger.path(name, '.tsv')} (and .parquet)", file=sys.stderr)

@@ -7,12 +7,21 @@ import json
 import sys
 
 from lab_assets.cli.exits import FAILED, INTERRUPTED
-from lab_assets.cli.output import (group, print_problems, print_report, print_traces, progress_factory, report_text,
-                                  width)
+from lab_assets.cli.output import (
+    group,
+    print_problems,
+    print_report,
+    print_traces,
+    progress_factory,
+    report_text,
+    width,
+)
 
 SWEEP = "plan, run or remove a sweep file"
-VERIFY_HELP = ("find damaged files by content hash (reads every file), not only by size: a corruption that "
-               "kept the size is then recomputed")
+VERIFY_HELP = (
+    "find damaged files by content hash (reads every file), not only by size: a corruption that "
+    "kept the size is then recomputed"
+)
 
 
 def add_parser(sub) -> None:
@@ -29,8 +38,12 @@ def add_parser(sub) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     run.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    run.add_argument("--submit", metavar="URL", help="launch the runs through this Dagster webserver (its run "
-                     "launcher and queue, e.g. on Kubernetes) instead of in this process")
+    run.add_argument(
+        "--submit",
+        metavar="URL",
+        help="launch the runs through this Dagster webserver (its run "
+        "launcher and queue, e.g. on Kubernetes) instead of in this process",
+    )
     run.set_defaults(fn=run_run, writes=True)
 
 
@@ -67,8 +80,15 @@ def run_run(args) -> int:
         shown.append(progress_factory(not args.json and not args.quiet))
         return shown[-1]
 
-    done = sweep_run(args.file, args.argv, workers=args.workers, submit=args.submit, verify=args.verify,
-                     width=width(), progress=progress)
+    done = sweep_run(
+        args.file,
+        args.argv,
+        workers=args.workers,
+        submit=args.submit,
+        verify=args.verify,
+        width=width(),
+        progress=progress,
+    )
     if isinstance(done, Handed):
         return done.code
     if isinstance(done, Saved):
@@ -82,12 +102,17 @@ def run_run(args) -> int:
         if shown and shown[-1] is not None:
             shown[-1].stop()
         print_problems(result, args.verbose)
-        print(f"interrupted: {_cells_done(result)} of {len(sweep.cells)} cells done; run again to continue",
-              file=sys.stderr)
+        print(
+            f"interrupted: {_cells_done(result)} of {len(sweep.cells)} cells done; run again to continue",
+            file=sys.stderr,
+        )
         if result.left_running:
             # Submitted runs belong to the webserver's instance: stopping this command stops none of them.
-            print(f"the {len(result.left_running)} runs submitted to {args.submit} keep running there (cancel them in "
-                  "its UI); running again waits for them instead of starting them again", file=sys.stderr)
+            print(
+                f"the {len(result.left_running)} runs submitted to {args.submit} keep running there (cancel them in "
+                "its UI); running again waits for them instead of starting them again",
+                file=sys.stderr,
+            )
         return INTERRUPTED
     _print_result(args, sweep, result)
     done.save_noop(lambda: report_text(sweep))
@@ -101,24 +126,40 @@ def _print_result(args, sweep, result) -> None:
 
     if args.json:
         jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
-        print(json.dumps({
-            "sweep": sweep.name,
-            "seconds": round(result.seconds, 3),
-            "before": result.before.counts,
-            "materialized": {job: result.count(job) for job in jobs},
-            "fresh": {job: result.count(job, FRESH) for job in jobs},
-            # computed by another command's run that this one found in flight and waited for
-            "waited": {job: result.count(job, WAITED) for job in jobs},
-            "failed": [o.to_json() for o in result.failed],
-            "skipped": [o.to_json() for o in result.skipped],
-            "report": report_folder(sweep.name),
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "sweep": sweep.name,
+                    "seconds": round(result.seconds, 3),
+                    "before": result.before.counts,
+                    "materialized": {job: result.count(job) for job in jobs},
+                    "fresh": {job: result.count(job, FRESH) for job in jobs},
+                    # computed by another command's run that this one found in flight and waited for
+                    "waited": {job: result.count(job, WAITED) for job in jobs},
+                    "failed": [o.to_json() for o in result.failed],
+                    "skipped": [o.to_json() for o in result.skipped],
+                    "report": report_folder(sweep.name),
+                },
+                indent=2,
+            )
+        )
     else:
-        print(_ran(sweep.name, result.count(DATASETS), result.count(CELLS), result.count(CELLS, FRESH),
-                   len(result.failed), result.seconds, _metrics_only(result)))
+        print(
+            _ran(
+                sweep.name,
+                result.count(DATASETS),
+                result.count(CELLS),
+                result.count(CELLS, FRESH),
+                len(result.failed),
+                result.seconds,
+                _metrics_only(result),
+            )
+        )
         if result.of(WAITED):
-            print(f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
-                  "in another command: waited for, not computed again")
+            print(
+                f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
+                "in another command: waited for, not computed again"
+            )
         print_problems(result, args.verbose)
         print_report(sweep)
     if args.json and args.verbose:
@@ -127,8 +168,10 @@ def _print_result(args, sweep, result) -> None:
 
 def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds: float, metrics_only: int = 0) -> str:
     only = f" ({metrics_only} of them: metrics step alone)" if metrics_only else ""
-    return (f"sweep {name}: {datasets} datasets and {cells} cells materialized{only}, {fresh} already fresh, "
-            f"{failed} failed, in {seconds:.1f} s")
+    return (
+        f"sweep {name}: {datasets} datasets and {cells} cells materialized{only}, {fresh} already fresh, "
+        f"{failed} failed, in {seconds:.1f} s"
+    )
 
 
 def _metrics_only(result) -> int:
@@ -144,9 +187,21 @@ def _print_noop(answer: dict, as_json: bool, seconds: float) -> None:
     """A saved no-op answer, printed as a no-op run prints."""
     if as_json:
         zero = {job: 0 for job in answer["fresh"]}
-        print(json.dumps({"sweep": answer["sweep"], "seconds": round(seconds, 3), "before": answer["before"],
-                          "materialized": zero, "fresh": answer["fresh"], "failed": [], "skipped": [],
-                          "report": answer["report"]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "sweep": answer["sweep"],
+                    "seconds": round(seconds, 3),
+                    "before": answer["before"],
+                    "materialized": zero,
+                    "fresh": answer["fresh"],
+                    "failed": [],
+                    "skipped": [],
+                    "report": answer["report"],
+                },
+                indent=2,
+            )
+        )
     else:
         print(_ran(answer["sweep"], 0, 0, answer["cells"], 0, seconds))
         print(answer["report_text"], end="")

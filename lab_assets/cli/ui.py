@@ -29,8 +29,7 @@ def run(args) -> int:
     get_instance()
     workspace = project_dir() / "workspace.yaml"
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "lab_assets.defs.definitions"]
-    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={dagster_home()})",
-          flush=True)
+    print(f"lab ui: Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={dagster_home()})", flush=True)
     os.chdir(project_dir())
     return serve(args.host, args.port, target)
 
@@ -38,7 +37,9 @@ def run(args) -> int:
 def serve(host: str, port: int, target: list[str]) -> int:
     """`target`: `-w workspace.yaml` or `-m module`, as for `dagster dev`. Returns the exit code."""
     children = {
-        "webserver": subprocess.Popen([sys.executable, "-m", "dagster_webserver", "--host", host, "--port", str(port), *target]),
+        "webserver": subprocess.Popen(
+            [sys.executable, "-m", "dagster_webserver", "--host", host, "--port", str(port), *target]
+        ),
         "daemon": subprocess.Popen([sys.executable, "-m", "lab_assets.runtime.daemon", "run", *target]),
     }
 

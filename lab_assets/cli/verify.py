@@ -9,8 +9,11 @@ from lab_assets.cli.exits import FAILED
 
 
 def add_parser(sub) -> None:
-    verify = sub.add_parser("verify", help="check every artifact of a sweep against the size and content hash "
-                            "recorded when it was written; one line per damaged one, with the command that repairs it")
+    verify = sub.add_parser(
+        "verify",
+        help="check every artifact of a sweep against the size and content hash "
+        "recorded when it was written; one line per damaged one, with the command that repairs it",
+    )
     verify.add_argument("file")
     verify.set_defaults(fn=run, warm=True)
 

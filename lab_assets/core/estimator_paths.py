@@ -30,7 +30,9 @@ def resolve(path: str) -> type:
         with plugins.project_on_path():
             obj: Any = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - whatever the lab's module raises, said in one line
-        raise RegistryError(f"{path!r} does not resolve: module {module!r} does not import: {type(e).__name__}: {e}") from None
+        raise RegistryError(
+            f"{path!r} does not resolve: module {module!r} does not import: {type(e).__name__}: {e}"
+        ) from None
     for part in name.split("."):
         if not hasattr(obj, part):
             raise RegistryError(f"{path!r} does not resolve: module {module!r} has no {name!r}")
@@ -57,7 +59,9 @@ def entry(path: str) -> Entry:
     def make(seed: int, **chosen: Any) -> Any:
         return cls(**chosen, **({seeded: seed} if seeded else {}))
 
-    make.__signature__ = inspect.Signature([inspect.Parameter("seed", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params])
+    make.__signature__ = inspect.Signature(
+        [inspect.Parameter("seed", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params]
+    )
     make.__annotations__ = {p.name: hints[p.name] for p in params if p.name in hints}
     origin, distribution = plugins.origin(cls.__module__)
     return Entry(

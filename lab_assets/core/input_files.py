@@ -43,7 +43,6 @@ def pydantic_lines(where: str, err: pydantic.ValidationError, allowed_params: li
     return lines
 
 
-
 def yaml_model(text: str, source: str, model: type[pydantic.BaseModel], error: type[InputError] = InputError):
     """A YAML file's text validated against `model`; `error` lists every problem with its line
     or field (shared by sweep and study files)."""

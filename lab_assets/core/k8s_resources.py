@@ -57,13 +57,15 @@ def _quantity(name: str, value: object) -> str:
     Parsed by the Kubernetes client's `parse_quantity`; a sign, spaces or underscores (which
     Python's Decimal would take) are refused first, as the API server refuses them."""
     if isinstance(value, bool) or not isinstance(value, (str, Real)):
-        raise ValueError(f"resources.{name}: expected a Kubernetes quantity such as '4', '500m' or '16Gi', "
-                         f"got {value!r}")
+        raise ValueError(
+            f"resources.{name}: expected a Kubernetes quantity such as '4', '500m' or '16Gi', got {value!r}"
+        )
     from kubernetes.utils import parse_quantity  # imported on use: parsing a sweep stays light
 
     text = value.strip() if isinstance(value, str) else str(value)
     not_a_quantity = ValueError(
-        f"resources.{name}: {value!r} is not a Kubernetes quantity (a positive number with an optional suffix: {SUFFIXES})"
+        f"resources.{name}: {value!r} is not a Kubernetes quantity "
+        f"(a positive number with an optional suffix: {SUFFIXES})"
     )
     if not text or not text.isascii() or text[0] in "+-" or any(c.isspace() or c == "_" for c in text):
         raise not_a_quantity

@@ -49,7 +49,9 @@ def read_bytes(kind: str, key: str, register_with: str) -> bytes:
     try:
         return storage.read_bytes(path(kind, key))
     except storage.MissingAssetError:
-        raise UnknownKeyError(f"{kind} key {key!r} has no record at {path(kind, key)}: register it with {register_with}") from None
+        raise UnknownKeyError(
+            f"{kind} key {key!r} has no record at {path(kind, key)}: register it with {register_with}"
+        ) from None
 
 
 def keys(kind: str) -> list[str]:

@@ -63,8 +63,10 @@ def parse_cell_key(key: str) -> tuple[str, str]:
     """The two parts of a `<first>|<second>` key string."""
     parts = key.split(SEPARATOR) if isinstance(key, str) else []
     if len(parts) != 2:
-        raise BadKeyError(f"{key!r} is not a two-part partition key: expected '<data>{SEPARATOR}<method>' "
-                          f"(or '<corpus>{SEPARATOR}<trial>')")
+        raise BadKeyError(
+            f"{key!r} is not a two-part partition key: expected '<data>{SEPARATOR}<method>' "
+            f"(or '<corpus>{SEPARATOR}<trial>')"
+        )
     return _check_part(parts[0], f"key {key!r}: first part"), _check_part(parts[1], f"key {key!r}: second part")
 
 

@@ -19,8 +19,8 @@ VERSION = 2
 # What each version changed in a lab home written before it, in words a user acts on.
 CHANGES = {
     1: "readable keys (`<name>-<changed parameters>-<digest>`): every cell of a lab home written before is new",
-    2: "the results cache (embedding and metrics steps look their inputs up before computing): those steps' code "
-       "changed, so every embedding and metrics row is recomputed once (datasets stay fresh); `results_cache/` is new",
+    2: "the results cache, plugins and a formatter pass changed the asset modules and entries' code: every "
+    "embedding and metrics row is recomputed once, and the datasets whose code changed; `results_cache/` is new",
 }
 # version -> the function that moves a lab home written before it (none needed yet: version 2 adds
 # a folder and changes code versions, which Dagster's staleness already answers per cell).
@@ -54,7 +54,8 @@ def upgrade() -> list[str]:
     if found is not None and found > VERSION:
         raise storage.UnreadableFileError(
             f"{path()}: layout {found} was written by a newer release than this one (layout {VERSION})",
-            "upgrade lab_assets, or point LAB_HOME at another lab home")
+            "upgrade lab_assets, or point LAB_HOME at another lab home",
+        )
     for version in range(found + 1 if found is not None else VERSION + 1, VERSION + 1):
         if version in MIGRATIONS:
             MIGRATIONS[version]()

@@ -134,7 +134,9 @@ class Entry:
             return True
         m = RANGE.fullmatch(self.valid_range.replace(" ", ""))
         if m is None:
-            raise RegistryError(f"{self.kind} {self.name}: valid_range {self.valid_range!r} is not like '[0, 1]' or '(0, inf)'")
+            raise RegistryError(
+                f"{self.kind} {self.name}: valid_range {self.valid_range!r} is not like '[0, 1]' or '(0, inf)'"
+            )
         lo, hi = float(m["lo"]), float(m["hi"])
         above = value >= lo if m["open"] == "[" else value > lo
         below = value <= hi if m["close"] == "]" else value < hi
@@ -226,7 +228,11 @@ class Registry:
             origin, distribution = plugins.origin(fn.__module__)
             if name in self._entries:
                 taken = self._entries[name].origin
-                other = f"built-in {self.kind} {name!r}" if taken == plugins.BUILT_IN else f"{self.kind} {name!r} of {taken}"
+                other = (
+                    f"built-in {self.kind} {name!r}"
+                    if taken == plugins.BUILT_IN
+                    else f"{self.kind} {name!r} of {taken}"
+                )
                 raise DeclarationError(f"{self.kind} {name!r} of {origin} clashes with the {other}")
             self._check_signature(name, fn)
             entry = Entry(
@@ -250,7 +256,9 @@ class Registry:
                 try:  # a lab's annotations are checked when it loads, not when a sweep first names it
                     entry.params_model  # noqa: B018
                 except Exception as e:  # noqa: BLE001 - a NameError, a type pydantic refuses: said as one line
-                    raise DeclarationError(f"{self.kind} {name!r}: its parameters' annotations: {type(e).__name__}: {e}") from None
+                    raise DeclarationError(
+                        f"{self.kind} {name!r}: its parameters' annotations: {type(e).__name__}: {e}"
+                    ) from None
             self._entries[name] = entry
             return entry
 
@@ -262,7 +270,11 @@ class Registry:
         except (TypeError, ValueError) as e:
             raise DeclarationError(f"{self.kind} {name!r}: not a function with a signature: {e}") from None
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        if not params or params[0].kind not in positional or any(p.kind is not inspect.Parameter.KEYWORD_ONLY for p in params[1:]):
+        if (
+            not params
+            or params[0].kind not in positional
+            or any(p.kind is not inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+        ):
             where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
             raise DeclarationError(
                 f"{self.kind} {name!r} ({where}): signature {inspect.signature(fn)} is not "

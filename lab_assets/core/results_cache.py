@@ -92,16 +92,20 @@ def lookup(identity: dict[str, Any], cache: Cache | None = None) -> Hit | None:
         return None
 
 
-def store(identity: dict[str, Any], files: dict[str, bytes], origin: dict[str, Any], cache: Cache | None = None
-          ) -> bool:
+def store(
+    identity: dict[str, Any], files: dict[str, bytes], origin: dict[str, Any], cache: Cache | None = None
+) -> bool:
     """Keep `files` as the entry of `identity` unless an intact one exists (the first computation
     stays the origin). False when the store could not be written (the cell is fine)."""
     cache = cache or open_cache()
     if cache is None or lookup(identity, cache) is not None:
         return False
     folder = cache.folder(identity)
-    entry = {"identity": identity, "origin": origin,
-             "files": {n: {"bytes": len(d), "blake2b": of_bytes(d).digest} for n, d in files.items()}}
+    entry = {
+        "identity": identity,
+        "origin": origin,
+        "files": {n: {"bytes": len(d), "blake2b": of_bytes(d).digest} for n, d in files.items()},
+    }
     try:
         for name, data in files.items():
             _write(cache, f"{folder}/{name}", data)

@@ -173,7 +173,7 @@ def check_writable() -> None:
             try:
                 block = memoryview(bytes(PROBE_BYTES))
                 while block:  # a short write on a nearly full disk: the next one says ENOSPC
-                    block = block[os.write(fd, block):]
+                    block = block[os.write(fd, block) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
-from lab_assets.core.keys import SEPARATOR
 from lab_assets.core import settings
+from lab_assets.core.keys import SEPARATOR
 from lab_assets.core.settings import lab_home
 
 

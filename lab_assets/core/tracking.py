@@ -60,7 +60,11 @@ def track_cell(cell: str, sweeps: list[str], config: dict[str, Any], values: dic
             # versions are in the cell's lineage metadata already. No git probe (disable_git): two
             # `git` processes, ~17 ms a cell; the config carries the commit (and the metric table whether it was dirty).
             settings=wandb.Settings(
-                silent=True, console="off", x_disable_stats=True, x_save_requirements=False, disable_git=True,
+                silent=True,
+                console="off",
+                x_disable_stats=True,
+                x_save_requirements=False,
+                disable_git=True,
             ),
         )
         run.log(values)

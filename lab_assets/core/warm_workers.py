@@ -112,8 +112,13 @@ class WarmWorkers:
     module-level function: it reaches a spawned worker by name); `fork`: forked from this process
     if it runs no other thread; `code`: a stamp function, workers are retired when it changes."""
 
-    def __init__(self, size: int, warm: Callable[[], None] | None = None, fork: bool = False,
-                 code: Callable[[], object] | None = None):
+    def __init__(
+        self,
+        size: int,
+        warm: Callable[[], None] | None = None,
+        fork: bool = False,
+        code: Callable[[], object] | None = None,
+    ):
         self._size, self._warm = size, warm
         self._context = multiprocessing.get_context(start_method(fork))
         self._code = CodeWatch(code) if code is not None else None
@@ -217,8 +222,13 @@ class WarmWorkers:
                 continue
             inner.add_done_callback(lambda f, w=worker, o=future: self._done(w, o, f))
 
-    def _done(self, worker: ProcessPoolExecutor, future: Future, inner: Future | None = None,
-              error: BaseException | None = None) -> None:
+    def _done(
+        self,
+        worker: ProcessPoolExecutor,
+        future: Future,
+        inner: Future | None = None,
+        error: BaseException | None = None,
+    ) -> None:
         if inner is not None:
             error = RuntimeError("its worker was stopped before it started") if inner.cancelled() else inner.exception()
         with self._lock:

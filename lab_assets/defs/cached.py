@@ -18,8 +18,12 @@ from lab_assets.core.results_cache import Hit
 
 
 def origin(context: dg.AssetExecutionContext, prov: dict[str, Any]) -> dict[str, Any]:
-    return {"host": prov["host"], "run_id": context.run.run_id, "git_sha": prov["git_sha"],
-            "computed_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "host": prov["host"],
+        "run_id": context.run.run_id,
+        "git_sha": prov["git_sha"],
+        "computed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
 
 
 def metadata(hit: Hit | None) -> dict[str, Any]:
@@ -35,8 +39,9 @@ def restore(hit: Hit, name: str, path: str) -> tuple[str, bytes]:
     return storage.write_bytes(path, data), data
 
 
-def write_and_keep(path: str, data: bytes, identity: dict[str, Any] | None, name: str, where_from: dict[str, Any]
-                   ) -> str:
+def write_and_keep(
+    path: str, data: bytes, identity: dict[str, Any] | None, name: str, where_from: dict[str, Any]
+) -> str:
     """Write a computed artifact, and keep it in the results cache under `identity` (None: not cached)."""
     storage.write_bytes(path, data)
     if identity is not None:

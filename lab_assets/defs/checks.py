@@ -34,7 +34,11 @@ def _result(name: str, passed: bool, **metadata) -> dg.AssetCheckResult:
 def check_dataset(df: pd.DataFrame, raw_rows: int) -> list[dg.AssetCheckResult]:
     features = [c for c in df.columns if c.startswith("x")]
     expected = ["row", "split", "label", *(f"x{j}" for j in range(len(features)))]
-    schema = list(df.columns) == expected and df["row"].dtype == np.int64 and all(df[c].dtype == np.float64 for c in features)
+    schema = (
+        list(df.columns) == expected
+        and df["row"].dtype == np.int64
+        and all(df[c].dtype == np.float64 for c in features)
+    )
     bad = int((~np.isfinite(df[features].to_numpy())).any(axis=1).sum())
     counts = df["split"].value_counts()
     splits = set(counts.index) == {"train", "test"}
@@ -62,4 +66,6 @@ def check_metrics(
         for m in suite
         if m.column not in not_applicable and not METRICS[m.metric].in_range(values[m.column])
     }
-    return [_result("values_in_range", not outside, outside=dg.MetadataValue.json({k: str(v) for k, v in outside.items()}))]
+    return [
+        _result("values_in_range", not outside, outside=dg.MetadataValue.json({k: str(v) for k, v in outside.items()}))
+    ]

@@ -28,10 +28,12 @@ def snapshot(paths: list[str]) -> dict:
     from lab_assets.dr.sweep import load_sweep
 
     out: dict = {
-        "assets": {f"{m}.py": importlib.import_module(f"lab_assets.defs.assets.{m}").CODE_VERSION
-                   for m in ASSET_MODULES},
+        "assets": {
+            f"{m}.py": importlib.import_module(f"lab_assets.defs.assets.{m}").CODE_VERSION for m in ASSET_MODULES
+        },
         "shared": {source_file(m).rsplit("/", 1)[-1]: module_version(source_file(m)) for m in specs.SHARED_METRIC_CODE},
-        "sweeps": {}, "columns": {},
+        "sweeps": {},
+        "columns": {},
         # Every registered metric's column version: a column a sweep no longer asks for stays in
         # its cells' rows only while its code is unchanged (`specs.metric_version`).
         "metrics": {name: specs.column_version(name) for name in METRICS.names()},
@@ -48,13 +50,22 @@ def snapshot(paths: list[str]) -> dict:
         for d, m in s.cells:
             dc, mc, cell = data[d], methods[m], keys.cell_key(d, m)
             for c in suites[cell]:
-                out["columns"][c.column] = {"metric": c.metric, "version": specs.column_version(c.metric),
-                                            "code": METRICS[c.metric].code_version}
+                out["columns"][c.column] = {
+                    "metric": c.metric,
+                    "version": specs.column_version(c.metric),
+                    "code": METRICS[c.metric].code_version,
+                }
             cells[cell] = {
-                "data": d, "method": m, "dataset": dc.dataset, "method_name": mc.method,
-                "data_version": specs.data_version(dc), "dataset_code": DATASETS[dc.dataset].code_version,
-                "method_version": specs.method_version(mc), "method_code": METHODS[mc.method].code_version,
-                "trainable": METHODS[mc.method].trainable, "columns": [c.column for c in suites[cell]],
+                "data": d,
+                "method": m,
+                "dataset": dc.dataset,
+                "method_name": mc.method,
+                "data_version": specs.data_version(dc),
+                "dataset_code": DATASETS[dc.dataset].code_version,
+                "method_version": specs.method_version(mc),
+                "method_code": METHODS[mc.method].code_version,
+                "trainable": METHODS[mc.method].trainable,
+                "columns": [c.column for c in suites[cell]],
             }
         out["sweeps"][path] = {"name": s.name, "sweep_version": specs.sweep_version(s), "cells": cells}
     return out

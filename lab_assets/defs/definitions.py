@@ -3,7 +3,6 @@
 import dagster as dg
 
 from lab_assets.core import settings
-
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import model_and_embedding
 from lab_assets.defs.assets.metrics import metrics

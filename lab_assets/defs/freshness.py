@@ -22,13 +22,13 @@ from pathlib import Path
 import dagster as dg
 
 from lab_assets.core import keys
-from lab_assets.dr import keystore
 from lab_assets.defs import integrity
 from lab_assets.defs.assets import specs
 from lab_assets.defs.assets.metrics import stored_versions
+from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
 from lab_assets.runtime.freshness.kept_answers import CachedStatusReader
+from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
 
 DAMAGED = "damaged"  # fresh by Dagster's records, but a file is missing or not what was written
 _RANK = {FRESH: 0, STALE: 1, DAMAGED: 2, MISSING: 3}
@@ -110,7 +110,9 @@ def _metrics_status(r: CachedStatusReader, cell: str, suite: list, damage: dict)
     return _intact(status, damage, ("metrics", cell))
 
 
-def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False, cache: Path | None = None) -> SweepPlan:
+def make_plan(
+    sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False, cache: Path | None = None
+) -> SweepPlan:
     """`asset_graph`: `defs.resolve_asset_graph()`, or a sensor's `context.repository_def.asset_graph`.
     Datasets are partitioned by cell (defs/partitions.py): a data key's status is the worst of its
     cells' dataset partitions, and a cell is pending when its own dataset partition is.
@@ -137,8 +139,11 @@ def make_plan(sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: b
         if r.observed("data_spec", key) != data_versions[d]:
             data_status[d, m] = Status(STALE, "dataset code, libraries or input file changed")
         else:
-            data_status[d, m] = _intact(_worst(r.status("raw_dataset", key), r.status("dataset", key)), damage,
-                                        *((a, key) for a in integrity.DATA_ASSETS))
+            data_status[d, m] = _intact(
+                _worst(r.status("raw_dataset", key), r.status("dataset", key)),
+                damage,
+                *((a, key) for a in integrity.DATA_ASSETS),
+            )
         ds = data_status[d, m]
         if ds.status != FRESH:
             status = Status(ds.status, f"dataset {ds.status}")

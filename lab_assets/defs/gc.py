@@ -64,8 +64,15 @@ class Item:
         return sum(self.files.values())
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "why": self.why, "bytes": self.size, "files": sorted(self.files),
-                "runs": self.runs, "partitions": [f"{d}:{k}" for d, k in self.partitions]}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "why": self.why,
+            "bytes": self.size,
+            "files": sorted(self.files),
+            "runs": self.runs,
+            "partitions": [f"{d}:{k}" for d, k in self.partitions],
+        }
 
 
 @dataclass
@@ -128,8 +135,9 @@ def find(instance: dg.DagsterInstance, now: float | None = None) -> list[Item]:
     cell_files, data_files, temporaries = _scan_assets(time.time() if now is None else now)
     runs = _runs_by_partition(instance)
 
-    items = [Item("sweep", s.name, f"its file {s.source} is gone", _sized([key_records.path("sweep", s.name)]))
-             for s in gone]
+    items = [
+        Item("sweep", s.name, f"its file {s.source} is gone", _sized([key_records.path("sweep", s.name)])) for s in gone
+    ]
     partitions = set(instance.get_dynamic_partitions("cell"))
     history = {p for a in (*DATA_ASSETS, *CELL_ASSETS) for p in latest_ids(instance, a)}
     unused = {keys.cell_key(d, m) for d, m in cell_files} | partitions | history
@@ -139,10 +147,10 @@ def find(instance: dg.DagsterInstance, now: float | None = None) -> list[Item]:
         if flight.metric_table and any("/metrics/" in p for p in files):
             continue  # the metric table run in flight reads every metrics file
         partition = [("cell", cell)] if cell in partitions else []
-        items.append(Item("cell", cell, "no registered sweep declares it", files, runs.get(cell, []),
-                          partition))
-    items += [Item("data", d, "no declared cell reads it", data_files[d])
-              for d in sorted(data_files.keys() - used_data)]
+        items.append(Item("cell", cell, "no registered sweep declares it", files, runs.get(cell, []), partition))
+    items += [
+        Item("data", d, "no declared cell reads it", data_files[d]) for d in sorted(data_files.keys() - used_data)
+    ]
     items += _unrecorded(instance, live, flight, cell_files, data_files, used_data)
     items += [Item("stray file", p, "a temporary file of a write that never finished", {p: n}) for p, n in temporaries]
     items += _reports(instance, {s.name for s in live} | busy_sweeps, busy_sweeps, runs)
@@ -213,8 +221,9 @@ def _unrecorded(instance, live: list[Sweep], flight: InFlight, cell_files, data_
     return out
 
 
-def _reports(instance: dg.DagsterInstance, live_names: set[str], busy: set[str], runs: dict[str, list[str]]
-             ) -> list[Item]:
+def _reports(
+    instance: dg.DagsterInstance, live_names: set[str], busy: set[str], runs: dict[str, list[str]]
+) -> list[Item]:
     """Reports of sweeps not registered, and superseded versions of live ones not being written."""
     fs, top = storage.filesystem(), storage.url("reports")
     entries: list[str] = []
@@ -226,12 +235,23 @@ def _reports(instance: dg.DagsterInstance, live_names: set[str], busy: set[str],
     out = []
     for name in sorted((names | registered | {p for p in runs if keys.SEPARATOR not in p}) - live_names):
         files = {f"{top}/{name}": _du(f"{top}/{name}")} if name in names else {}
-        out.append(Item("report", name, "its sweep is not registered", files, runs.get(name, []),
-                        [("sweep", name)] if name in registered else []))
+        out.append(
+            Item(
+                "report",
+                name,
+                "its sweep is not registered",
+                files,
+                runs.get(name, []),
+                [("sweep", name)] if name in registered else [],
+            )
+        )
     for name in sorted(names & live_names - busy):
         for version in _superseded(f"{top}/{name}", entries):
-            out.append(Item("report version", name, f"superseded version {version.rsplit('/', 1)[-1]}",
-                            {version: _du(version)}))
+            out.append(
+                Item(
+                    "report version", name, f"superseded version {version.rsplit('/', 1)[-1]}", {version: _du(version)}
+                )
+            )
     return out
 
 
@@ -263,8 +283,11 @@ def _key_records(used_data: set[str], used_methods: set[str]) -> list[Item]:
     out = []
     for kind, used in (("data", used_data), ("method", used_methods)):
         for key in sorted(set(keystore.keys(kind)) - used):
-            out.append(Item("key record", f"{kind} {key}", "no registered sweep names it",
-                            _sized([key_records.path(kind, key)])))
+            out.append(
+                Item(
+                    "key record", f"{kind} {key}", "no registered sweep names it", _sized([key_records.path(kind, key)])
+                )
+            )
     return out
 
 

@@ -40,8 +40,11 @@ COMMAND_TAG = keys.tag("command")  # the command a run belongs to: never waits f
 PLANNED_AT_TAG = keys.tag("planned_at")  # when that command's plan looked (epoch seconds)
 OWNER_TAG = keys.tag("owner")  # `<host>:<pid>` of the process executing a local run
 UNFINISHED = [
-    dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
 ]
 POLL_SECONDS = 0.5
 PARTITION_TAG = "dagster/partition"
@@ -72,7 +75,11 @@ def command_tags(planned_at: float) -> dict[str, str]:
 
 
 def other_run(
-    instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str], run_id: str | None = None,
+    instance: dg.DagsterInstance,
+    job: str,
+    partition: str | None,
+    tags: Mapping[str, str],
+    run_id: str | None = None,
     assets: Collection[str | dg.AssetKey] = (),
 ) -> dg.RunRecord | None:
     """Another command's run competing with this one (the same partition, a common asset) that
@@ -82,15 +89,22 @@ def other_run(
     caller that names none), other runs of `job` compete, as before assets were compared."""
     statuses = [*UNFINISHED, dg.DagsterRunStatus.SUCCESS]
     if partition is None:
-        found = [r for r in instance.get_run_records(dg.RunsFilter(statuses=statuses), limit=RECENT_UNPARTITIONED)
-                 if PARTITION_TAG not in r.dagster_run.tags]
+        found = [
+            r
+            for r in instance.get_run_records(dg.RunsFilter(statuses=statuses), limit=RECENT_UNPARTITIONED)
+            if PARTITION_TAG not in r.dagster_run.tags
+        ]
     else:
-        found = instance.get_run_records(dg.RunsFilter(statuses=statuses, tags={PARTITION_TAG: partition}), limit=RECENT)
+        found = instance.get_run_records(
+            dg.RunsFilter(statuses=statuses, tags={PARTITION_TAG: partition}), limit=RECENT
+        )
     me = next((r for r in found if r.dagster_run.run_id == run_id), None) or (
         instance.get_run_record_by_id(run_id) if run_id else None
     )
-    mine = run_assets(instance, me.dagster_run) if me is not None else frozenset(
-        a if isinstance(a, dg.AssetKey) else dg.AssetKey(a) for a in assets
+    mine = (
+        run_assets(instance, me.dagster_run)
+        if me is not None
+        else frozenset(a if isinstance(a, dg.AssetKey) else dg.AssetKey(a) for a in assets)
     )
     command = tags.get(COMMAND_TAG)
 
@@ -107,8 +121,16 @@ def other_run(
         return None
     planned_at = float(tags[PLANNED_AT_TAG])
     # Finished: only a run that computed all of this one's assets makes it unnecessary.
-    return next((r for r in others if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS and (r.end_time or 0) > planned_at
-                 and mine <= run_assets(instance, r.dagster_run)), None)
+    return next(
+        (
+            r
+            for r in others
+            if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+            and (r.end_time or 0) > planned_at
+            and mine <= run_assets(instance, r.dagster_run)
+        ),
+        None,
+    )
 
 
 def computed(instance: dg.DagsterInstance, run: dg.DagsterRun) -> frozenset[str]:

@@ -61,7 +61,10 @@ def _recorded(m: dg.AssetMaterialization | None) -> dict[str, dict | None]:
 
 
 def recorded(
-    instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], known: dict[str, dict] | None = None,
+    instance: dg.DagsterInstance,
+    asset: str,
+    partitions: Iterable[str | None],
+    known: dict[str, dict] | None = None,
     latest: dict[str, int] | None = None,
 ) -> dict[str | None, dict[str, dict | None]]:
     """What the latest materialization of each partition (None: the unpartitioned asset)
@@ -86,7 +89,11 @@ def recorded(
 
 
 def damaged(
-    instance: dg.DagsterInstance, asset: str, partitions: Iterable[str | None], full: bool, known: dict[str, dict] | None = None,
+    instance: dg.DagsterInstance,
+    asset: str,
+    partitions: Iterable[str | None],
+    full: bool,
+    known: dict[str, dict] | None = None,
     latest: dict[str, int] | None = None,
 ) -> dict[str | None, Damage]:
     """The partitions among `partitions` whose latest materialization's files are missing or
@@ -134,14 +141,21 @@ def artifact_paths(sweep: Sweep) -> list[str]:
 
 
 def sweep_damage(
-    instance: dg.DagsterInstance, sweep: Sweep, full: bool, known: dict[str, dict[str, dict]] | None = None,
+    instance: dg.DagsterInstance,
+    sweep: Sweep,
+    full: bool,
+    known: dict[str, dict[str, dict]] | None = None,
     latest: dict[str, dict[str, int]] | None = None,
 ) -> list[Damage]:
     """Every damaged artifact of a sweep, in the order the sweep writes them. `known`: {asset:
     what `recorded` keeps}, filled in; `latest`: {asset: what `recorded` takes}, where read."""
     known, latest = {} if known is None else known, {} if latest is None else latest
-    return [d for asset, parts in sweep_partitions(sweep).items() if parts
-            for d in damaged(instance, asset, parts, full, known.setdefault(asset, {}), latest.get(asset)).values()]
+    return [
+        d
+        for asset, parts in sweep_partitions(sweep).items()
+        if parts
+        for d in damaged(instance, asset, parts, full, known.setdefault(asset, {}), latest.get(asset)).values()
+    ]
 
 
 def repair_command(sources: Iterable[str], content_only: bool = False) -> str:

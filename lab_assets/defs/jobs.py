@@ -16,17 +16,36 @@ from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import corpus, gpt_model
 
 # The kinds of run: what outcomes, progress bars and `--json` summaries count by.
-DATASETS, CELLS, METRIC_TABLE, REPORT, CORPUS, TRIAL = "datasets", "cells", "metric_table", "report", "corpus", "gpt_model"
+DATASETS, CELLS, METRIC_TABLE, REPORT, CORPUS, TRIAL = (
+    "datasets",
+    "cells",
+    "metric_table",
+    "report",
+    "corpus",
+    "gpt_model",
+)
 # A cell's run that materializes its dataset partition first (a new cell): one run where two
 # would pay the run overhead twice and wait at a phase barrier. Its outcome counts as both kinds.
 CELLS_WITH_DATA = "cells_with_data"
 PARTS = {CELLS_WITH_DATA: (DATASETS, CELLS)}
 DATA_STEPS = frozenset({"raw_dataset", "dataset"})  # the steps of a CELLS_WITH_DATA run that are its dataset's
 # What one run of a kind materializes, in words ("its dataset failed").
-WHAT = {DATASETS: "dataset", CELLS: "cell", METRIC_TABLE: "metric table", REPORT: "report", CORPUS: "corpus", TRIAL: "trial"}
+WHAT = {
+    DATASETS: "dataset",
+    CELLS: "cell",
+    METRIC_TABLE: "metric table",
+    REPORT: "report",
+    CORPUS: "corpus",
+    TRIAL: "trial",
+}
 PARTITIONS: dict[str, dg.PartitionsDefinition | None] = {
-    DATASETS: partitions.CELL, CELLS: partitions.CELL, CELLS_WITH_DATA: partitions.CELL, METRIC_TABLE: None,
-    REPORT: partitions.SWEEP, CORPUS: partitions.CORPUS, TRIAL: partitions.TRIAL_CELL,
+    DATASETS: partitions.CELL,
+    CELLS: partitions.CELL,
+    CELLS_WITH_DATA: partitions.CELL,
+    METRIC_TABLE: None,
+    REPORT: partitions.SWEEP,
+    CORPUS: partitions.CORPUS,
+    TRIAL: partitions.TRIAL_CELL,
 }
 
 
@@ -53,4 +72,8 @@ STUDY_JOBS = [  # what the study_loop sensor may request
 def partition_tags(kind: str, partition: str | dg.MultiPartitionKey | None) -> dict[str, str]:
     """The `dagster/partition*` tags that make a run launched by job name a run of that partition."""
     partitions_def = PARTITIONS[kind]
-    return {} if partition is None or partitions_def is None else dict(partitions_def.get_tags_for_partition_key(partition))
+    return (
+        {}
+        if partition is None or partitions_def is None
+        else dict(partitions_def.get_tags_for_partition_key(partition))
+    )

@@ -12,7 +12,12 @@ from lab_assets.defs import integrity
 
 
 def materialization_metadata(
-    prov: dict[str, Any], timing: Timing, rows: int, path: str, files: dict[str, Fingerprint] | None = None, **extra: Any
+    prov: dict[str, Any],
+    timing: Timing,
+    rows: int,
+    path: str,
+    files: dict[str, Fingerprint] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     """Dagster metadata for a materialization: provenance, timing, size, where the file is and its
     fingerprint (`files`: those of a folder's files, when `path` is a folder)."""

@@ -16,8 +16,11 @@ PAGE = 1_000  # records a query: Dagster answers at most 10,000
 
 
 def _values(m: dg.AssetMaterialization) -> dict[str, float]:
-    return {k.removeprefix(PREFIX): float(v.value) for k, v in m.metadata.items()
-            if k.startswith(PREFIX) and v.value is not None}
+    return {
+        k.removeprefix(PREFIX): float(v.value)
+        for k, v in m.metadata.items()
+        if k.startswith(PREFIX) and v.value is not None
+    }
 
 
 def latest_two(instance: dg.DagsterInstance, cells: list[str]) -> tuple[dict, dict]:
@@ -45,8 +48,11 @@ def stored(cells: list[str], columns: list[str], home: Path | None = None) -> di
     out = {}
     for cell in cells:
         data, method = keys.parse_cell_key(cell)
-        path = storage.asset_path("metrics", cell) if home is None else str(
-            home / "assets" / "metrics" / data / f"{method}.parquet")
+        path = (
+            storage.asset_path("metrics", cell)
+            if home is None
+            else str(home / "assets" / "metrics" / data / f"{method}.parquet")
+        )
         try:
             row = storage.read_parquet(path)
         except (storage.UnreadableFileError, FileNotFoundError):

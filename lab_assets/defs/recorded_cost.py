@@ -8,8 +8,12 @@ import dagster as dg
 from lab_assets.runtime.latest_events import latest_ids, records
 
 # The assets a cell's run materializes, as `dr/impact.py` names them: its dataset is two steps.
-PARTS = {"dataset": ("raw_dataset", "dataset"), "model": ("model",), "embedding": ("embedding",),
-         "metrics": ("metrics",)}
+PARTS = {
+    "dataset": ("raw_dataset", "dataset"),
+    "model": ("model",),
+    "embedding": ("embedding",),
+    "metrics": ("metrics",),
+}
 
 
 def recorded_seconds(instance: dg.DagsterInstance, cells: list[str]) -> dict[str, dict[str, float]]:

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.defs.register import register, unregister
-from lab_assets.defs.freshness import make_plan
-from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.core import cron
 from lab_assets.core.settings import lab_home, project_dir, resolve_path
+from lab_assets.defs.freshness import make_plan
+from lab_assets.defs.register import register, unregister
+from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
 from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep, SweepError, parse_sweep
 from lab_assets.runtime.backfills import backfill_running
+
 
 def sweep_files() -> list[Path]:
     return sorted((project_dir() / "sweeps").glob("*.yaml"))
@@ -77,7 +78,9 @@ def _unregister_deleted(context: dg.SensorEvaluationContext, seen: dict[str, str
 # What the sweep sensors may request: Dagster validates a sensor's backfill requests against its
 # `asset_selection` when the daemon evaluates it (a sensor without one fails every tick that
 # requests a backfill; calling the function directly, as a unit test might, skips that check).
-SWEEP_ASSETS = dg.AssetSelection.assets("raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report")
+SWEEP_ASSETS = dg.AssetSelection.assets(
+    "raw_dataset", "dataset", "model", "embedding", "metrics", "metric_table", "report"
+)
 
 
 def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> list[dg.RunRequest]:

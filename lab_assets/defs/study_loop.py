@@ -33,7 +33,8 @@ from lab_assets.defs.partitions import add_keys, trial_cell_key
 from lab_assets.defs.work import Run
 from lab_assets.runtime.orphans import fail_orphans
 from lab_assets.training import ledger, proposers
-from lab_assets.training.study import Study, Trial, description, save, trial as trial_record
+from lab_assets.training.study import Study, Trial, description, save
+from lab_assets.training.study import trial as trial_record
 
 STUDY_TAG, KIND_TAG, TRIAL_TAG, EXP_TAG, PID_TAG = map(keys.tag, ("study", "kind", "trial", "exp", "pid"))
 MAX_ATTEMPTS = 2  # a killed trial is retried once (resuming), then recorded as a crash
@@ -50,8 +51,13 @@ class Progress:
     finished: bool = False
 
     def heartbeat(self) -> dict[str, Any]:
-        return {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "state": self.state,
-                "trials": f"{self.done}/{self.total}", "best": self.best, "finished": self.finished}
+        return {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "state": self.state,
+            "trials": f"{self.done}/{self.total}",
+            "best": self.best,
+            "finished": self.finished,
+        }
 
 
 def _runs(instance: dg.DagsterInstance, study: Study) -> list[dg.DagsterRun]:
@@ -71,15 +77,24 @@ def history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The latest row per trial, in experiment order: what proposers see."""
     latest = {r["trial"]: r for r in rows}
     return sorted(
-        ({"exp": r["exp"], "description": r["description"], "config": json.loads(r["config"]),
-          "val_bpb": r["val_bpb"], "status": r["status"]} for r in latest.values()),
+        (
+            {
+                "exp": r["exp"],
+                "description": r["description"],
+                "config": json.loads(r["config"]),
+                "val_bpb": r["val_bpb"],
+                "status": r["status"],
+            }
+            for r in latest.values()
+        ),
         key=lambda h: h["exp"],
     )
 
 
 def _trial_launch(study: Study, trial: Trial, attempt: int) -> Run:
     return Run(
-        TRIAL, trial_cell_key(trial.corpus, trial.key),
+        TRIAL,
+        trial_cell_key(trial.corpus, trial.key),
         {STUDY_TAG: study.name, KIND_TAG: "trial", TRIAL_TAG: trial.key, EXP_TAG: str(trial.exp)},
         run_key=f"{study.name}:{trial.key}:{attempt}",
     )
@@ -96,7 +111,9 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     rows = ledger.rows(study.name)
 
     def progress(state: str, launch: Run | None = None, finished: bool = False) -> Progress:
-        return Progress(study.name, len({r["trial"] for r in rows}), study.total_trials, best(rows), state, launch, finished)
+        return Progress(
+            study.name, len({r["trial"] for r in rows}), study.total_trials, best(rows), state, launch, finished
+        )
 
     running = [r for r in runs if not r.is_finished]
     if running:
@@ -108,10 +125,16 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         attempts = len(corpus_runs)
         if attempts >= MAX_ATTEMPTS:
             last_run = corpus_runs[0].run_id
-            return progress(f"corpus {study.corpus.key} failed {attempts} times: {run_failure(instance, last_run)} "
-                            f"[run {last_run[:8]}; full log: lab logs {last_run[:8]}]", finished=True)
+            return progress(
+                f"corpus {study.corpus.key} failed {attempts} times: {run_failure(instance, last_run)} "
+                f"[run {last_run[:8]}; full log: lab logs {last_run[:8]}]",
+                finished=True,
+            )
         tags = {STUDY_TAG: study.name, KIND_TAG: "corpus"}
-        return progress("building the corpus", Run(CORPUS, study.corpus.key, tags, run_key=f"{study.name}:corpus:{study.corpus.key}:{attempts}"))
+        return progress(
+            "building the corpus",
+            Run(CORPUS, study.corpus.key, tags, run_key=f"{study.name}:corpus:{study.corpus.key}:{attempts}"),
+        )
 
     last = next((r for r in runs if r.tags.get(KIND_TAG) == "trial"), None)
     recorded = {r["trial"] for r in rows}
@@ -119,10 +142,16 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
         trial = trial_record(last.tags[TRIAL_TAG])
         attempts = sum(r.tags.get(TRIAL_TAG) == trial.key for r in runs)
         if attempts < MAX_ATTEMPTS:
-            return progress(f"relaunching exp{trial.exp} (resumes from its checkpoint)", _trial_launch(study, trial, attempts))
-        error = (f"run {last.run_id} ended {last.status.value} {attempts} times without a result: "
-                 f"{run_failure(instance, last.run_id)}")
-        rows.append(ledger.append(study.name, {**trial.ledger_row(last.run_id), "status": "crash", "error": error}, trial.noise))
+            return progress(
+                f"relaunching exp{trial.exp} (resumes from its checkpoint)", _trial_launch(study, trial, attempts)
+            )
+        error = (
+            f"run {last.run_id} ended {last.status.value} {attempts} times without a result: "
+            f"{run_failure(instance, last.run_id)}"
+        )
+        rows.append(
+            ledger.append(study.name, {**trial.ledger_row(last.run_id), "status": "crash", "error": error}, trial.noise)
+        )
 
     n = len({r["trial"] for r in rows})
     if n >= study.total_trials:
@@ -135,4 +164,3 @@ def advance(instance: dg.DagsterInstance, study: Study) -> Progress:
     save(study, trial)
     add_keys(instance, "trial", [trial.key])
     return progress(f"launching exp{n} ({trial.description})", _trial_launch(study, trial, 0))
-

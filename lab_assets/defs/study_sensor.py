@@ -16,14 +16,14 @@ from pathlib import Path
 import dagster as dg
 
 from lab_assets.core.key_records import UnknownKeyError
+from lab_assets.core.settings import project_dir
+from lab_assets.defs import study_loop as loop
 from lab_assets.defs.assets.training import ledger_version
 from lab_assets.defs.jobs import STUDY_JOBS
-from lab_assets.core.settings import project_dir
-from lab_assets.training import ledger
-from lab_assets.defs import study_loop as loop
 from lab_assets.defs.work import Work, requests
-from lab_assets.training.study import StudyError, parse_study
 from lab_assets.runtime.data_versions import observe_if_changed
+from lab_assets.training import ledger
+from lab_assets.training.study import StudyError, parse_study
 
 
 def study_files() -> list[Path]:
@@ -35,9 +35,17 @@ def observe_ledger(instance: dg.DagsterInstance, p: loop.Progress) -> bool:
 
     def metadata() -> dict:  # built only when the ledger changed
         table = ledger.tsv(ledger.rows(p.study)).splitlines()
-        markdown = "\n".join("| " + " | ".join(line.split("\t")) + " |" for line in table[:1] + ["\t".join(["---"] * len(ledger.TSV_COLUMNS))] + table[1:])
-        return {"trials": f"{p.done}/{p.total}", "state": p.state, "best": dg.MetadataValue.json(p.best or {}),
-                "ledger": dg.MetadataValue.md(markdown), "tsv": dg.MetadataValue.path(ledger.path(p.study, ".tsv"))}
+        markdown = "\n".join(
+            "| " + " | ".join(line.split("\t")) + " |"
+            for line in table[:1] + ["\t".join(["---"] * len(ledger.TSV_COLUMNS))] + table[1:]
+        )
+        return {
+            "trials": f"{p.done}/{p.total}",
+            "state": p.state,
+            "best": dg.MetadataValue.json(p.best or {}),
+            "ledger": dg.MetadataValue.md(markdown),
+            "tsv": dg.MetadataValue.path(ledger.path(p.study, ".tsv")),
+        }
 
     return observe_if_changed(instance, "study_ledger", ledger_version(p.study), p.study, metadata=metadata)
 
@@ -50,7 +58,10 @@ def study_loop(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         try:
             study = parse_study(path.read_text(), str(path.relative_to(project_dir())))
             p = loop.advance(context.instance, study)
-        except (StudyError, UnknownKeyError) as e:  # a broken file, a failing proposer, a lost key record: say so, keep the others going
+        except (
+            StudyError,
+            UnknownKeyError,
+        ) as e:  # a broken file, a failing proposer, a lost key record: say so, keep the others going
             context.log.error(str(e))
             heartbeat[path.name] = {"error": str(e)}
             continue

@@ -17,9 +17,9 @@ import dagster as dg
 
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import k8s_tags
+from lab_assets.defs.freshness import FRESH, MISSING, SweepPlan
 from lab_assets.defs.inflight import command_tags
 from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE, REPORT, job_name
-from lab_assets.defs.freshness import FRESH, MISSING, SweepPlan
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runtime.backfills import backfill_request, partition_subset
 
@@ -102,7 +102,11 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
     new_data = {c for c, s in plan.pending_datasets.items() if s.status == MISSING}
     datasets = Phase(
         "datasets",
-        tuple(Run(DATASETS, keys.cell_key(d, m), assets=DATA_ASSETS) for d, m in plan.pending_datasets if (d, m) not in new_data),
+        tuple(
+            Run(DATASETS, keys.cell_key(d, m), assets=DATA_ASSETS)
+            for d, m in plan.pending_datasets
+            if (d, m) not in new_data
+        ),
         tuple(Fresh(DATASETS, d) for d, s in plan.datasets.items() if s.status == FRESH),
     )
 
@@ -159,8 +163,14 @@ def requests(work: Work, asset_graph=None) -> list[dg.RunRequest]:
     runs = work.runs
     if len(runs) == 1:
         (run,) = runs
-        return [dg.RunRequest(job_name=job_name(run.job), partition_key=run.partition, run_key=run.run_key,
-                              tags={**work.tags, **run.tags})]
+        return [
+            dg.RunRequest(
+                job_name=job_name(run.job),
+                partition_key=run.partition,
+                run_key=run.run_key,
+                tags={**work.tags, **run.tags},
+            )
+        ]
     wanted = {(a, r.partition) for r in runs for a in r.assets}
     if not wanted:
         return []

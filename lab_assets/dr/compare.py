@@ -26,18 +26,41 @@ ALPHA = 0.05
 MIN_PAIRS = 3  # a t-test of 2 pairs has 1 degree of freedom: it tells almost nothing
 TEST = "paired t-test"
 MOVED, NOISE, TOO_FEW, IDENTICAL, NO_BEFORE = (
-    "moved beyond seed noise", "within noise", "too few seeds", "bit-identical", "no earlier values")
+    "moved beyond seed noise",
+    "within noise",
+    "too few seeds",
+    "bit-identical",
+    "no earlier values",
+)
 
-COLUMNS = ["metric", "metric_name", "data_config", "dataset_label", "method", "method_label", "better", "n_pairs",
-           "mean_before", "mean_after", "mean_difference", "statistic", "p_value", "verdict", "regressed"]
+COLUMNS = [
+    "metric",
+    "metric_name",
+    "data_config",
+    "dataset_label",
+    "method",
+    "method_label",
+    "better",
+    "n_pairs",
+    "mean_before",
+    "mean_after",
+    "mean_difference",
+    "statistic",
+    "p_value",
+    "verdict",
+    "regressed",
+]
 
 Values = dict[str, dict[str, float]]  # {cell: {column: value}}
 
 
 def _paired(before: Values, after: Values, cells: list[tuple[int, str]], column: str) -> tuple[np.ndarray, np.ndarray]:
     """Per seed (`cells`: (seed, cell)) that has a value on both sides: (before, after)."""
-    pairs = [(before[c][column], after[c][column]) for _, c in sorted(cells)
-             if column in before.get(c, {}) and column in after.get(c, {})]
+    pairs = [
+        (before[c][column], after[c][column])
+        for _, c in sorted(cells)
+        if column in before.get(c, {}) and column in after.get(c, {})
+    ]
     return np.array([p[0] for p in pairs], dtype=np.float64), np.array([p[1] for p in pairs], dtype=np.float64)
 
 
@@ -76,14 +99,25 @@ def compare(sweep: Sweep, before: Values, after: Values) -> pd.DataFrame:
             both = np.isfinite(b) & np.isfinite(a)
             difference = float((a[both] - b[both]).mean()) if both.any() else math.nan
             worse = (difference < 0) if better == "higher" else (difference > 0) if better == "lower" else False
-            rows.append({
-                "metric": metric.column, "metric_name": metric.metric, "data_config": config,
-                "dataset_label": labels[config], "method": method, "method_label": labels[method], "better": better,
-                "n_pairs": int(both.sum()), "mean_before": float(np.nanmean(b)) if np.isfinite(b).any() else math.nan,
-                "mean_after": float(np.nanmean(a)) if np.isfinite(a).any() else math.nan,
-                "mean_difference": difference, "statistic": statistic, "p_value": p, "verdict": verdict,
-                "regressed": bool(verdict == MOVED and worse),
-            })
+            rows.append(
+                {
+                    "metric": metric.column,
+                    "metric_name": metric.metric,
+                    "data_config": config,
+                    "dataset_label": labels[config],
+                    "method": method,
+                    "method_label": labels[method],
+                    "better": better,
+                    "n_pairs": int(both.sum()),
+                    "mean_before": float(np.nanmean(b)) if np.isfinite(b).any() else math.nan,
+                    "mean_after": float(np.nanmean(a)) if np.isfinite(a).any() else math.nan,
+                    "mean_difference": difference,
+                    "statistic": statistic,
+                    "p_value": p,
+                    "verdict": verdict,
+                    "regressed": bool(verdict == MOVED and worse),
+                }
+            )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -109,24 +143,33 @@ def text(name: str, table: pd.DataFrame, what: str) -> str:
     lines = [f"sweep {name}: {what}; {TEST} over seeds, alpha {ALPHA}, at least {MIN_PAIRS} seeds: {counts(table)}"]
     shown = table[table["verdict"] != IDENTICAL]
     for r in shown.itertuples(index=False):
-        lines.append(f"  {r.metric:<28} {r.dataset_label} | {r.method_label}: {_num(r.mean_before)} -> "
-                     f"{_num(r.mean_after)} ({r.mean_difference:+.3g}, {r.n_pairs} seeds"
-                     f"{', p=' + _num(r.p_value, 3) if not math.isnan(r.p_value) else ''}): {_verdict_text(r)}")
+        lines.append(
+            f"  {r.metric:<28} {r.dataset_label} | {r.method_label}: {_num(r.mean_before)} -> "
+            f"{_num(r.mean_after)} ({r.mean_difference:+.3g}, {r.n_pairs} seeds"
+            f"{', p=' + _num(r.p_value, 3) if not math.isnan(r.p_value) else ''}): {_verdict_text(r)}"
+        )
     if len(shown) < len(table):
         lines.append(f"  ({len(table) - len(shown)} bit-identical not shown)")
     return "\n".join(lines)
 
 
 def markdown(name: str, table: pd.DataFrame, what: str) -> str:
-    out = [f"### Results of `{name}`: {what}", "",
-           f"{TEST} of after - before over the same seeds, alpha {ALPHA}, at least {MIN_PAIRS} seeds: {counts(table)}.",
-           ""]
+    out = [
+        f"### Results of `{name}`: {what}",
+        "",
+        f"{TEST} of after - before over the same seeds, alpha {ALPHA}, at least {MIN_PAIRS} seeds: {counts(table)}.",
+        "",
+    ]
     shown = table[table["verdict"] != IDENTICAL]
     if len(shown):
-        out += ["| metric | dataset | method | before | after | difference | seeds | p | verdict |",
-                "|---|---|---|---:|---:|---:|---:|---:|---|"]
-        out += [f"| {r.metric} | {r.dataset_label} | {r.method_label} | {_num(r.mean_before)} | {_num(r.mean_after)} | "
-                f"{_num(r.mean_difference, 3)} | {r.n_pairs} | {_num(r.p_value, 3)} | {_verdict_text(r)} |"
-                for r in shown.itertuples(index=False)]
+        out += [
+            "| metric | dataset | method | before | after | difference | seeds | p | verdict |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|",
+        ]
+        out += [
+            f"| {r.metric} | {r.dataset_label} | {r.method_label} | {_num(r.mean_before)} | {_num(r.mean_after)} | "
+            f"{_num(r.mean_difference, 3)} | {r.n_pairs} | {_num(r.p_value, 3)} | {_verdict_text(r)} |"
+            for r in shown.itertuples(index=False)
+        ]
         out.append("")
     return "\n".join(out)

@@ -57,11 +57,15 @@ def _problems(entry: Entry) -> Iterator[tuple[str, str]]:
             entry.in_range(0.0)
         except RegistryError as e:
             yield "valid_range", str(e)
-    positional = [p for p in inspect.signature(entry.fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [
+        p
+        for p in inspect.signature(entry.fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     if len(positional) != 1:
-        what = {DATASETS.kind: "rng", METHODS.kind: "seed", METRICS.kind: "the neighbourhoods"}.get(entry.kind,
-                                                                                                 "its input")
+        what = {DATASETS.kind: "rng", METHODS.kind: "seed", METRICS.kind: "the neighbourhoods"}.get(
+            entry.kind, "its input"
+        )
         yield "signature", f"takes exactly one positional argument ({what}), then keyword-only parameters"
 
 
@@ -72,6 +76,7 @@ def declaration_problems(registries: tuple[Registry, ...] = REGISTRIES) -> list[
         for name in registry.names():
             entry = registry[name]
             file, line = _where(entry)
-            out += [Declaration(file, line, f"{entry.kind} {name}: {field}", problem)
-                    for field, problem in _problems(entry)]
+            out += [
+                Declaration(file, line, f"{entry.kind} {name}: {field}", problem) for field, problem in _problems(entry)
+            ]
     return out

@@ -37,8 +37,14 @@ class Layout:
         height = self.bottom + self.top + rows * h + (rows - 1) * self.hspace
         fig = Figure(figsize=(width, height), dpi=DPI)
         axes = fig.subplots(rows, cols, squeeze=False)
-        fig.subplots_adjust(left=self.left / width, right=1 - self.right / width, bottom=self.bottom / height,
-                            top=1 - self.top / height, wspace=self.wspace / w, hspace=self.hspace / h)
+        fig.subplots_adjust(
+            left=self.left / width,
+            right=1 - self.right / width,
+            bottom=self.bottom / height,
+            top=1 - self.top / height,
+            wspace=self.wspace / w,
+            hspace=self.hspace / h,
+        )
         return fig, axes
 
     def label(self, text: str) -> str:
@@ -102,7 +108,9 @@ def curves_figure(table: pd.DataFrame) -> Figure:
     for col in table.columns:
         m = METRIC_AT_K.match(col)
         if m:
-            part = table[["dataset_label", "method_label", "seed", col]].rename(columns={col: "value", "method_label": "method"})
+            part = table[["dataset_label", "method_label", "seed", col]].rename(
+                columns={col: "value", "method_label": "method"}
+            )
             long.append(part.assign(metric=m["metric"] + m["rest"], k=int(m["k"])))
     if not long:
         fig = Figure(figsize=(4, 1), dpi=DPI)

@@ -46,10 +46,18 @@ class SweepImpact:
         return sum(known) if known else None
 
     def to_json(self) -> dict:
-        return {"path": self.path, "name": self.name, "cells": self.cells, "stale_cells": len(self.stale),
-                "report": self.report, "error": self.error, "reasons": dict(self.reasons),
-                "seconds": self.seconds, "unpriced_cells": sum(c.seconds is None for c in self.stale),
-                "stale": [asdict(c) for c in self.stale]}
+        return {
+            "path": self.path,
+            "name": self.name,
+            "cells": self.cells,
+            "stale_cells": len(self.stale),
+            "report": self.report,
+            "error": self.error,
+            "reasons": dict(self.reasons),
+            "seconds": self.seconds,
+            "unpriced_cells": sum(c.seconds is None for c in self.stale),
+            "stale": [asdict(c) for c in self.stale],
+        }
 
 
 def _every(assets: tuple[str, ...], why: str) -> dict[str, str]:
@@ -168,8 +176,12 @@ def markdown(impacts: list[SweepImpact], base: str, cells: bool = True) -> str:
             out += ["| why | cells |", "|---|---:|", *(f"| {why} | {n} |" for why, n in s.reasons.most_common()), ""]
         if s.stale and cells:
             priced = s.seconds is not None
-            out += ["<details><summary>stale cells</summary>", "",
-                    "| cell | recomputes |" + " recorded cost |" * priced, "|---|---|" + "---:|" * priced]
+            out += [
+                "<details><summary>stale cells</summary>",
+                "",
+                "| cell | recomputes |" + " recorded cost |" * priced,
+                "|---|---|" + "---:|" * priced,
+            ]
             out += [f"| `{_cell_md(c.cell)}` | {_assets(c)} |" + f" {_seconds(c.seconds)} |" * priced for c in s.stale]
             out += ["", "</details>", ""]
     return "\n".join(out)

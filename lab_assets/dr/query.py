@@ -17,8 +17,8 @@ import re
 import duckdb
 import pandas as pd
 
-from lab_assets.dr import keystore
 from lab_assets.core import storage
+from lab_assets.dr import keystore
 
 VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
@@ -56,8 +56,14 @@ def check(sql: str) -> list:
     for statement in statements:
         kind = statement.type.name
         if kind not in READ_ONLY_STATEMENTS:
-            hint = "; save a result with --format csv or json instead" if kind in {"COPY", "CREATE", "INSERT", "EXPORT"} else ""
-            raise QueryRefused(f"{kind} statements are refused: `lab query` is read-only (SELECT over the lab's tables){hint}")
+            hint = (
+                "; save a result with --format csv or json instead"
+                if kind in {"COPY", "CREATE", "INSERT", "EXPORT"}
+                else ""
+            )
+            raise QueryRefused(
+                f"{kind} statements are refused: `lab query` is read-only (SELECT over the lab's tables){hint}"
+            )
     return statements
 
 
@@ -82,7 +88,8 @@ def run(sql: str) -> pd.DataFrame:
         return con.execute(statements[-1].query if statements else sql).df()
     except duckdb.PermissionException as e:
         raise QueryRefused(
-            f"{str(e).splitlines()[0]}: `lab query` reads only the lab's own tables ({', '.join(tables()) or 'none yet'})"
+            f"{str(e).splitlines()[0]}: `lab query` reads only the lab's own tables "
+            f"({', '.join(tables()) or 'none yet'})"
         ) from None
     finally:
         con.close()

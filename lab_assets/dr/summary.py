@@ -28,13 +28,39 @@ MIN_PAIRS = 6
 LEAD, NOISE, TOO_FEW, TIE = "lead", "within seed noise", "too few pairs", "tie"
 
 SUMMARY_COLUMNS = [
-    "data_config", "dataset_label", "method", "method_label", "metric", "metric_name", "metric_label",
-    "better", "n", "mean", "sd", "ci_low", "ci_high", "rank", "best",
+    "data_config",
+    "dataset_label",
+    "method",
+    "method_label",
+    "metric",
+    "metric_name",
+    "metric_label",
+    "better",
+    "n",
+    "mean",
+    "sd",
+    "ci_low",
+    "ci_high",
+    "rank",
+    "best",
 ]
 COMPARISON_COLUMNS = [
-    "data_config", "dataset_label", "metric", "metric_name", "metric_label", "better",
-    "best", "best_label", "runner_up", "runner_up_label", "test", "n_pairs", "mean_difference",
-    "statistic", "p_value", "verdict",
+    "data_config",
+    "dataset_label",
+    "metric",
+    "metric_name",
+    "metric_label",
+    "better",
+    "best",
+    "best_label",
+    "runner_up",
+    "runner_up_label",
+    "test",
+    "n_pairs",
+    "mean_difference",
+    "statistic",
+    "p_value",
+    "verdict",
 ]
 
 
@@ -45,7 +71,7 @@ def config_key(data_key: str) -> str:
 
 def _metric_label(label: str, name: str) -> str:
     """`trustworthiness k=15` -> `k=15`; a metric with nothing varying -> its name."""
-    rest = label[len(name):].strip()
+    rest = label[len(name) :].strip()
     return rest or name
 
 
@@ -70,13 +96,23 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
                 mean = float(values.mean()) if n else math.nan
                 sd = float(values.std(ddof=1)) if n > 1 else math.nan
                 half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
-                rows.append({
-                    "data_config": dc, "dataset_label": labels[dc], "method": m.key, "method_label": labels[m.key],
-                    "metric": col, "metric_name": metric.metric,
-                    "metric_label": _metric_label(labels[col], metric.metric),
-                    "better": METRICS[metric.metric].better, "n": n, "mean": mean, "sd": sd,
-                    "ci_low": mean - half, "ci_high": mean + half,
-                })
+                rows.append(
+                    {
+                        "data_config": dc,
+                        "dataset_label": labels[dc],
+                        "method": m.key,
+                        "method_label": labels[m.key],
+                        "metric": col,
+                        "metric_name": metric.metric,
+                        "metric_label": _metric_label(labels[col], metric.metric),
+                        "better": METRICS[metric.metric].better,
+                        "n": n,
+                        "mean": mean,
+                        "sd": sd,
+                        "ci_low": mean - half,
+                        "ci_high": mean + half,
+                    }
+                )
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS[:-2])
     table["rank"] = pd.array([pd.NA] * len(table), dtype="Int64")
     for (_, _), group in table.groupby(["data_config", "metric"], sort=False):
@@ -124,12 +160,24 @@ def compare(sweep: Sweep, cells: pd.DataFrame, summary: pd.DataFrame) -> pd.Data
             verdict = TOO_FEW
         else:
             verdict = LEAD if p < ALPHA else NOISE
-        rows.append({
-            "data_config": dc, "dataset_label": best["dataset_label"], "metric": col,
-            "metric_name": best["metric_name"], "metric_label": best["metric_label"], "better": best["better"],
-            "best": best["method"], "best_label": best["method_label"],
-            "runner_up": runner["method"], "runner_up_label": runner["method_label"],
-            "test": TEST, "n_pairs": len(diff), "mean_difference": float(diff.mean()) if len(diff) else math.nan,
-            "statistic": statistic, "p_value": p, "verdict": verdict,
-        })
+        rows.append(
+            {
+                "data_config": dc,
+                "dataset_label": best["dataset_label"],
+                "metric": col,
+                "metric_name": best["metric_name"],
+                "metric_label": best["metric_label"],
+                "better": best["better"],
+                "best": best["method"],
+                "best_label": best["method_label"],
+                "runner_up": runner["method"],
+                "runner_up_label": runner["method_label"],
+                "test": TEST,
+                "n_pairs": len(diff),
+                "mean_difference": float(diff.mean()) if len(diff) else math.nan,
+                "statistic": statistic,
+                "p_value": p,
+                "verdict": verdict,
+            }
+        )
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

@@ -19,12 +19,12 @@ from typing import Annotated, Any
 import pydantic
 from pydantic import Field
 
-from lab_assets.dr.datasets import DATASETS
-from lab_assets.dr.methods import METHODS
-from lab_assets.dr.metrics import METRICS
 from lab_assets.core import estimator_paths, keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
+from lab_assets.dr.datasets import DATASETS
+from lab_assets.dr.methods import METHODS
+from lab_assets.dr.metrics import METRICS
 
 KEY_DIGEST_LENGTH = 6
 RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
@@ -265,7 +265,9 @@ def _entry(section: str, name: str, params: dict[str, Any], registry: Registry) 
     if name in registry:
         raise RegistryError(f"{name!r} is a registered method's name: name the class's entry otherwise")
     if not NAME.fullmatch(name):
-        raise RegistryError(f"{name!r}: the name of a class's entry is a letter, then letters, digits or _ (at most 48)")
+        raise RegistryError(
+            f"{name!r}: the name of a class's entry is a letter, then letters, digits or _ (at most 48)"
+        )
     if not isinstance(path, str):
         raise RegistryError(f"expected an import path like 'mylab.reducers:SparseUMAP', got {path!r}")
     return estimator_paths.entry(path), path
@@ -279,7 +281,9 @@ def _expand(
     out = []
     for name, params in entries.items():
         params = dict(params or {})
-        where = f"{section}.{field_name(name)}" + (f".{ESTIMATOR}" if section == "methods" and ESTIMATOR in params else "")
+        where = f"{section}.{field_name(name)}" + (
+            f".{ESTIMATOR}" if section == "methods" and ESTIMATOR in params else ""
+        )
         try:
             entry, estimator = _entry(section, name, params, registry)
         except RegistryError as e:
@@ -313,7 +317,9 @@ def parse_sweep(text: str, source: str) -> Sweep:
         source=source,
         description=spec.description,
         data=_unique([DataConfig(name, params, seed) for name, params, *_ in data for seed in spec.seeds]),
-        methods=_unique([MethodConfig(name, params, resources, estimator) for name, params, resources, _, estimator in methods]),
+        methods=_unique(
+            [MethodConfig(name, params, resources, estimator) for name, params, resources, _, estimator in methods]
+        ),
         metrics=_unique([MetricConfig(name, params) for name, params, *_ in metrics]),
         schedule=spec.schedule,
     )
@@ -335,8 +341,8 @@ def _limits(data: list, methods: list, metrics: list) -> list[str]:
             continue
         for section, entries in (("methods", methods), ("metrics", metrics)):
             for other, other_params, _, other_entry, _ in entries:
-                for field, why in other_entry.problems(other_params, shape).items():
-                    lines.append(f"{section}.{other}.{field}: {why} ({on})")
+                for name, why in other_entry.problems(other_params, shape).items():
+                    lines.append(f"{section}.{other}.{name}: {why} ({on})")
     return list(dict.fromkeys(lines))
 
 

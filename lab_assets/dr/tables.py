@@ -39,15 +39,20 @@ def _lay_out(headers: list[str], rows: list[list[str]], right: set[int]) -> list
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
-        return GAP.join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return GAP.join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [line(headers), *(line(r) for r in rows)]
 
 
-def _blocks(title: str, labels: list[list[str]], label_headers: list[str],
-            columns: list[tuple[str, list[str]]], width: int) -> list[str]:
+def _blocks(
+    title: str, labels: list[list[str]], label_headers: list[str], columns: list[tuple[str, list[str]]], width: int
+) -> list[str]:
     """Label columns, then as many value columns as fit in `width` per block (at least one)."""
-    label_widths = [max(len(h), *(len(r[i]) for r in labels)) if labels else len(h) for i, h in enumerate(label_headers)]
+    label_widths = [
+        max(len(h), *(len(r[i]) for r in labels)) if labels else len(h) for i, h in enumerate(label_headers)
+    ]
     base = sum(label_widths) + len(GAP) * len(label_widths)
     chunks: list[list[tuple[str, list[str]]]] = [[]]
     used = base
@@ -63,7 +68,9 @@ def _blocks(title: str, labels: list[list[str]], label_headers: list[str],
         part = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
         headers = label_headers + [h for h, _ in chunk]
         rows = [lab + [cells[r] for _, cells in chunk] for r, lab in enumerate(labels)]
-        right = set(range(len(label_headers) - 1 if label_headers[-1] in ("n", "seed") else len(label_headers), len(headers)))
+        right = set(
+            range(len(label_headers) - 1 if label_headers[-1] in ("n", "seed") else len(label_headers), len(headers))
+        )
         out += ["", title + part, *_lay_out(headers, rows, right)]
     return out
 
@@ -96,12 +103,17 @@ def _metric_groups(summary: pd.DataFrame):
 
 
 def summary_text(summary: pd.DataFrame, comparisons: pd.DataFrame, width: int = WIDTH) -> str:
-    lines = textwrap.wrap("mean ± sd over seeds; (rank) per dataset, * = best; 95% t-intervals in summary.md and "
-                          "summary.csv", width)
+    lines = textwrap.wrap(
+        "mean ± sd over seeds; (rank) per dataset, * = best; 95% t-intervals in summary.md and summary.csv", width
+    )
     for name, group, variants in _metric_groups(summary):
         first = group[group["metric"] == variants[0]]
-        n_max = group.groupby(["data_config", "method"], sort=False)["n"].max().reindex(
-            list(zip(first["data_config"], first["method"]))).to_numpy()
+        n_max = (
+            group.groupby(["data_config", "method"], sort=False)["n"]
+            .max()
+            .reindex(list(zip(first["data_config"], first["method"])))
+            .to_numpy()
+        )
         labels = [lab + [str(n)] for lab, n in zip(_row_labels(first, ["dataset_label", "method_label"]), n_max)]
         columns = []
         for v in variants:
@@ -109,7 +121,9 @@ def summary_text(summary: pd.DataFrame, comparisons: pd.DataFrame, width: int = 
             d = _decimals(sub["mean"])
             cells = [_cell(r, d, n) for r, n in zip(sub.itertuples(index=False), n_max)]
             columns.append((sub["metric_label"].iloc[0] if len(variants) > 1 else name, cells))
-        lines += _blocks(f"{name} ({_direction(first['better'].iloc[0])})", labels, ["dataset", "method", "n"], columns, width)
+        lines += _blocks(
+            f"{name} ({_direction(first['better'].iloc[0])})", labels, ["dataset", "method", "n"], columns, width
+        )
     lines += ["", *comparison_lines(comparisons, width)]
     return "\n".join(lines)
 
@@ -125,19 +139,26 @@ def _verdict(c) -> str:
 def too_few_seeds(comparisons: pd.DataFrame) -> str | None:
     """One sentence when no comparison can reach a verdict for want of seeds (every one has fewer
     than MIN_PAIRS pairs, or is a tie); None when at least one can."""
-    if comparisons.empty or not (comparisons["verdict"] == TOO_FEW).any() or \
-            not comparisons["verdict"].isin([TOO_FEW, TIE]).all():
+    if (
+        comparisons.empty
+        or not (comparisons["verdict"] == TOO_FEW).any()
+        or not comparisons["verdict"].isin([TOO_FEW, TIE]).all()
+    ):
         return None
     most = int(comparisons["n_pairs"].max())
-    return (f"best vs runner-up: not tested: {len(comparisons)} comparisons have at most {most} paired seeds; the "
-            f"{TEST} test needs at least {MIN_PAIRS} seeds to tell a lead from seed noise at alpha {ALPHA} "
-            f"(give the sweep `seeds:` {MIN_PAIRS} or more)")
+    return (
+        f"best vs runner-up: not tested: {len(comparisons)} comparisons have at most {most} paired seeds; the "
+        f"{TEST} test needs at least {MIN_PAIRS} seeds to tell a lead from seed noise at alpha {ALPHA} "
+        f"(give the sweep `seeds:` {MIN_PAIRS} or more)"
+    )
 
 
 def comparison_lines(comparisons: pd.DataFrame, width: int = WIDTH) -> list[str]:
-    head = (f"best vs runner-up per metric: {TEST} test over the same data seeds (two-sided, "
-            f"alpha {ALPHA}, not corrected for multiple comparisons; with fewer than {MIN_PAIRS} pairs no "
-            f"difference can reach p < {ALPHA}); difference = best - runner-up")
+    head = (
+        f"best vs runner-up per metric: {TEST} test over the same data seeds (two-sided, "
+        f"alpha {ALPHA}, not corrected for multiple comparisons; with fewer than {MIN_PAIRS} pairs no "
+        f"difference can reach p < {ALPHA}); difference = best - runner-up"
+    )
     lines = textwrap.wrap(head, width)
     if comparisons.empty:
         return lines + ["  (no metric with a direction and two methods with values)"]
@@ -149,8 +170,10 @@ def comparison_lines(comparisons: pd.DataFrame, width: int = WIDTH) -> list[str]
         for c in group.itertuples(index=False):
             d = 4 if _missing(c.mean_difference) or abs(c.mean_difference) < 10 else 2
             stat = "" if _missing(c.statistic) else f"W={c.statistic:g}, p={c.p_value:.3g}, "
-            text = (f"{_metric_title(c)}: {c.best_label} vs {c.runner_up_label} {c.mean_difference:+.{d}f} "
-                     f"({stat}{c.n_pairs} pairs): {_verdict(c)}")
+            text = (
+                f"{_metric_title(c)}: {c.best_label} vs {c.runner_up_label} {c.mean_difference:+.{d}f} "
+                f"({stat}{c.n_pairs} pairs): {_verdict(c)}"
+            )
             lines += textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="      ")
     return lines
 
@@ -160,14 +183,22 @@ def _metric_title(c) -> str:
 
 
 def summary_markdown(sweep_name: str, summary: pd.DataFrame, comparisons: pd.DataFrame) -> str:
-    out = [f"### Summary of `{sweep_name}` over seeds", "",
-           f"Mean ± sd over seeds (n seeds with a value), {INTERVAL}; (rank) per dataset, **bold** = best.", ""]
+    out = [
+        f"### Summary of `{sweep_name}` over seeds",
+        "",
+        f"Mean ± sd over seeds (n seeds with a value), {INTERVAL}; (rank) per dataset, **bold** = best.",
+        "",
+    ]
     for name, group, variants in _metric_groups(summary):
         out += [f"#### {name} ({_direction(group['better'].iloc[0])})", ""]
         first = group[group["metric"] == variants[0]]
         table = pd.DataFrame({"dataset": first["dataset_label"].to_numpy(), "method": first["method_label"].to_numpy()})
-        n_max = group.groupby(["data_config", "method"], sort=False)["n"].max().reindex(
-            list(zip(first["data_config"], first["method"]))).to_numpy()
+        n_max = (
+            group.groupby(["data_config", "method"], sort=False)["n"]
+            .max()
+            .reindex(list(zip(first["data_config"], first["method"])))
+            .to_numpy()
+        )
         table["n"] = n_max
         for v in variants:
             sub = group[group["metric"] == v]
@@ -175,22 +206,30 @@ def summary_markdown(sweep_name: str, summary: pd.DataFrame, comparisons: pd.Dat
             head = sub["metric_label"].iloc[0] if len(variants) > 1 else name
             table[head] = [_cell(r, d, n, markdown=True) for r, n in zip(sub.itertuples(index=False), n_max)]
             table[f"95% CI {head}" if len(variants) > 1 else "95% CI"] = [
-                "n/a" if _missing(r.ci_low) else f"[{_num(r.ci_low, d)}, {_num(r.ci_high, d)}]" for r in sub.itertuples(index=False)
+                "n/a" if _missing(r.ci_low) else f"[{_num(r.ci_low, d)}, {_num(r.ci_high, d)}]"
+                for r in sub.itertuples(index=False)
             ]
         out += [table.to_markdown(index=False), ""]
-    out += [f"#### Best vs runner-up ({TEST}, paired over data seeds)", "",
-            " ".join(comparison_lines(comparisons, 10_000)[:1]), ""]
+    out += [
+        f"#### Best vs runner-up ({TEST}, paired over data seeds)",
+        "",
+        " ".join(comparison_lines(comparisons, 10_000)[:1]),
+        "",
+    ]
     if not comparisons.empty and too_few_seeds(comparisons) is None:
-        rows = pd.DataFrame({
-            "dataset": comparisons["dataset_label"],
-            "metric": [_metric_title(c) for c in comparisons.itertuples(index=False)],
-            "best": comparisons["best_label"], "runner-up": comparisons["runner_up_label"],
-            "mean difference": comparisons["mean_difference"].map(lambda v: f"{v:+.4g}"),
-            "W": comparisons["statistic"].map(lambda v: "" if _missing(v) else f"{v:g}"),
-            "p": comparisons["p_value"].map(lambda v: "" if _missing(v) else f"{v:.3g}"),
-            "pairs": comparisons["n_pairs"],
-            "verdict": [_verdict(c) for c in comparisons.itertuples(index=False)],
-        })
+        rows = pd.DataFrame(
+            {
+                "dataset": comparisons["dataset_label"],
+                "metric": [_metric_title(c) for c in comparisons.itertuples(index=False)],
+                "best": comparisons["best_label"],
+                "runner-up": comparisons["runner_up_label"],
+                "mean difference": comparisons["mean_difference"].map(lambda v: f"{v:+.4g}"),
+                "W": comparisons["statistic"].map(lambda v: "" if _missing(v) else f"{v:g}"),
+                "p": comparisons["p_value"].map(lambda v: "" if _missing(v) else f"{v:.3g}"),
+                "pairs": comparisons["n_pairs"],
+                "verdict": [_verdict(c) for c in comparisons.itertuples(index=False)],
+            }
+        )
         out += [rows.to_markdown(index=False), ""]
     return "\n".join(out)
 
@@ -206,6 +245,6 @@ def cells_text(table: pd.DataFrame, metric_columns: list[str], labels: dict[str,
         for c in cols:
             d = _decimals(table[c])
             label = labels.get(c, c)
-            columns.append((label[len(name):].strip() or name, [_num(v, d) for v in table[c]]))
+            columns.append((label[len(name) :].strip() or name, [_num(v, d) for v in table[c]]))
         lines += _blocks(name, labels_rows, ["dataset", "method", "seed"], columns, width)
     return "\n".join(lines).lstrip("\n")

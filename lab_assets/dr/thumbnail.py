@@ -18,16 +18,39 @@ SIZE = 160  # pixels, square
 DOT = 2  # a point is DOT x DOT pixels
 # ColorBrewer "Spectral" (11 classes, as matplotlib's cmap of that name, which the report uses):
 # continuous labels are interpolated along it; class labels take evenly spaced colours from it.
-SPECTRAL = np.array([
-    (158, 1, 66), (213, 62, 79), (244, 109, 67), (253, 174, 97), (254, 224, 139), (255, 255, 191),
-    (230, 245, 152), (171, 221, 164), (102, 194, 165), (50, 136, 189), (94, 79, 162),
-], dtype=np.float64)
+SPECTRAL = np.array(
+    [
+        (158, 1, 66),
+        (213, 62, 79),
+        (244, 109, 67),
+        (253, 174, 97),
+        (254, 224, 139),
+        (255, 255, 191),
+        (230, 245, 152),
+        (171, 221, 164),
+        (102, 194, 165),
+        (50, 136, 189),
+        (94, 79, 162),
+    ],
+    dtype=np.float64,
+)
 # matplotlib's "tab10": up to 10 classes get distinct colours (Spectral's pale middle would
 # vanish on white).
-TAB10 = np.array([
-    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
-    (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
-], dtype=np.uint8)
+TAB10 = np.array(
+    [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ],
+    dtype=np.uint8,
+)
 FRAME = (200, 200, 200)
 LEVELS = 32  # colours in the palette for continuous labels
 NO_LABEL = (31, 119, 180)
@@ -62,8 +85,8 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
 
 
 def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
-    """A (SIZE + 2)-pixel square palette PNG (with its frame) of the points (z0, z1) (z1 = 0 for a 1-d embedding), each point
-    coloured by its label; white background, later points drawn over earlier ones."""
+    """A (SIZE + 2)-pixel square palette PNG (with its frame) of the points (z0, z1) (z1 = 0 for a
+    1-d embedding), each point coloured by its label; white background, later points drawn over earlier ones."""
     from PIL import Image  # imported on use (Pillow: matplotlib's own PNG writer)
 
     Z = np.asarray(Z, dtype=np.float64)

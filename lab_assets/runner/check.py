@@ -70,9 +70,15 @@ def file_problems() -> list[Problem]:
             out += input_problems(path, e)
             continue
         if sweep.name in names:
-            out.append(Problem(_relative(path), field_line(path.read_text(), "name"), "name",
-                               f"{sweep.name!r} is also the name of {_relative(names[sweep.name])}: a sweep's name "
-                               "is its report's and its key record's, so give each file its own"))
+            out.append(
+                Problem(
+                    _relative(path),
+                    field_line(path.read_text(), "name"),
+                    "name",
+                    f"{sweep.name!r} is also the name of {_relative(names[sweep.name])}: a sweep's name "
+                    "is its report's and its key record's, so give each file its own",
+                )
+            )
         names.setdefault(sweep.name, path)
     for path in study_files():
         try:
@@ -99,16 +105,25 @@ def definition_problems(with_dg: bool = True) -> list[Problem]:
         return []
     exe = Path(sys.executable).parent / "dg"
     if not exe.exists():
-        return [Problem("pyproject.toml", None, "tool.dg", f"dg is not installed beside {sys.executable} "
-                        "(dagster-dg-cli)")]
-    done = subprocess.run([str(exe), "check", "defs"], cwd=project_dir(), capture_output=True, text=True,
-                          timeout=DG_TIMEOUT)
+        return [
+            Problem("pyproject.toml", None, "tool.dg", f"dg is not installed beside {sys.executable} (dagster-dg-cli)")
+        ]
+    done = subprocess.run(
+        [str(exe), "check", "defs"], cwd=project_dir(), capture_output=True, text=True, timeout=DG_TIMEOUT
+    )
     if done.returncode == 0:
         return []
-    said = [ln.strip() for ln in (done.stderr + done.stdout).splitlines()
-            if ln.strip() and "virtual environment" not in ln]
-    return [Problem("pyproject.toml", None, "tool.dg", f"`dg check defs` failed (exit {done.returncode}): "
-                    + (said[-1] if said else "no output"))]
+    said = [
+        ln.strip() for ln in (done.stderr + done.stdout).splitlines() if ln.strip() and "virtual environment" not in ln
+    ]
+    return [
+        Problem(
+            "pyproject.toml",
+            None,
+            "tool.dg",
+            f"`dg check defs` failed (exit {done.returncode}): " + (said[-1] if said else "no output"),
+        )
+    ]
 
 
 def _declares_dg(pyproject: Path) -> bool:

@@ -83,19 +83,30 @@ class Ran:
             if now.pending_datasets or now.pending_cells() or now.report.status != FRESH:
                 return
         out = report_folder(sweep.name)
-        self.cache.save(sweep, {
-            "sweep": sweep.name,
-            "before": now.counts,
-            "fresh": {DATASETS: len(now.datasets), CELLS: len(now.cells), METRIC_TABLE: 1, REPORT: 1},
-            "cells": len(now.cells),
-            "report": out,
-            "report_text": report_text(),
-        }, [f"{out}/summary.parquet", f"{out}/comparisons.parquet", f"{out}/metrics.parquet", *artifact_paths(sweep)])
+        self.cache.save(
+            sweep,
+            {
+                "sweep": sweep.name,
+                "before": now.counts,
+                "fresh": {DATASETS: len(now.datasets), CELLS: len(now.cells), METRIC_TABLE: 1, REPORT: 1},
+                "cells": len(now.cells),
+                "report": out,
+                "report_text": report_text(),
+            },
+            [f"{out}/summary.parquet", f"{out}/comparisons.parquet", f"{out}/metrics.parquet", *artifact_paths(sweep)],
+        )
 
 
-def sweep_run(path: str, argv: list[str], *, workers: int | None = None, submit: str | None = None,
-              verify: bool = False, width: int = 100,
-              progress: Callable[[], Progress | None] = lambda: None) -> Handed | Saved | Refused | Ran:
+def sweep_run(
+    path: str,
+    argv: list[str],
+    *,
+    workers: int | None = None,
+    submit: str | None = None,
+    verify: bool = False,
+    width: int = 100,
+    progress: Callable[[], Progress | None] = lambda: None,
+) -> Handed | Saved | Refused | Ran:
     """`lab sweep run` of the file at `path` (`argv`: the command line, for the warm service;
     `width`: of the printed tables, part of the saved answer's state; `progress`: called once the
     workers are started, for the progress display)."""
@@ -116,8 +127,15 @@ def sweep_run(path: str, argv: list[str], *, workers: int | None = None, submit:
 
         sweep = load_sweep(path) if text is None else parse_sweep(text.decode(), path)
         try:
-            result = run_sweep(sweep, workers=workers, progress=progress(), submit=submit, verify=verify,
-                               registered=cache.mark if cache is not None else None, pool=pool)
+            result = run_sweep(
+                sweep,
+                workers=workers,
+                progress=progress(),
+                submit=submit,
+                verify=verify,
+                registered=cache.mark if cache is not None else None,
+                pool=pool,
+            )
         except SubmitError as e:
             return Refused(str(e))
         return Ran(sweep, result, cache)

@@ -59,10 +59,20 @@ def sweep_paths(tree: Path) -> list[str]:
 def probe(tree: Path, paths: list[str], scratch: Path) -> dict:
     """Every version a plan compares, as `tree`'s own code computes them."""
     env = dict(os.environ)  # the tree's package first; plugins and the rest of the import path as they are
-    env |= {"PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
-            "LAB_PROJECT_DIR": str(tree), "LAB_HOME": str(scratch / "lab"), "DAGSTER_HOME": str(scratch / "dagster")}
-    done = subprocess.run([sys.executable, "-c", Path(code_versions.__file__).read_text(), *paths], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+    env |= {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
+        "LAB_PROJECT_DIR": str(tree),
+        "LAB_HOME": str(scratch / "lab"),
+        "DAGSTER_HOME": str(scratch / "dagster"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", Path(code_versions.__file__).read_text(), *paths],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT,
+    )
     if done.returncode != 0:
         raise ImpactError(f"{tree}: its versions cannot be read: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

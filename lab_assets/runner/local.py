@@ -38,8 +38,11 @@ INTERRUPT_ERRORS = {"KeyboardInterrupt", "DagsterExecutionInterruptedError"}
 def _errors(event) -> list:
     """The serialized errors a failure event carries (a step's, or the run's own)."""
     data = event.event_specific_data
-    return [e for e in (getattr(data, "error", None), getattr(data, "first_step_failure_event", None)) if e is not None
-            and hasattr(e, "cls_name")]
+    return [
+        e
+        for e in (getattr(data, "error", None), getattr(data, "first_step_failure_event", None))
+        if e is not None and hasattr(e, "cls_name")
+    ]
 
 
 def _was_interrupted(result) -> bool:
@@ -73,18 +76,31 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
         if done is not None and done.status == DagsterRunStatus.SUCCESS:
             rest = remaining(run, inflight.computed(instance, done))
             if rest is None:
-                return Outcome(kind, name(run.partition), WAITED, f"computed by run {other_id[:8]} of another command",
-                               time.perf_counter() - start, other_id)
+                return Outcome(
+                    kind,
+                    name(run.partition),
+                    WAITED,
+                    f"computed by run {other_id[:8]} of another command",
+                    time.perf_counter() - start,
+                    other_id,
+                )
             run = rest  # it computed part of this run: the rest is still to do
 
 
 def _execute(run: Run, tags: dict[str, str]) -> Outcome:
     start = time.perf_counter()
-    result = definitions().resolve_job_def(job_name(run.job)).execute_in_process(
-        instance=get_instance(), partition_key=run.partition, run_config=QUIET,
-        # Exactly the run's assets: a cell whose embedding is fresh runs its metrics step alone.
-        asset_selection=[AssetKey(a) for a in run.assets] or None,
-        tags={**tags, **run.tags, inflight.OWNER_TAG: owner()}, raise_on_error=False,
+    result = (
+        definitions()
+        .resolve_job_def(job_name(run.job))
+        .execute_in_process(
+            instance=get_instance(),
+            partition_key=run.partition,
+            run_config=QUIET,
+            # Exactly the run's assets: a cell whose embedding is fresh runs its metrics step alone.
+            asset_selection=[AssetKey(a) for a in run.assets] or None,
+            tags={**tags, **run.tags, inflight.OWNER_TAG: owner()},
+            raise_on_error=False,
+        )
     )
     failures = [e for e in result.all_events if e.is_step_failure]
     errors = [root_cause(e.step_failure_data.error) for e in failures]
@@ -92,8 +108,9 @@ def _execute(run: Run, tags: dict[str, str]) -> Outcome:
     if not result.success and _was_interrupted(result):
         status, errors = INTERRUPTED, ["interrupted"]
     steps = ",".join(dict.fromkeys(e.step_key for e in failures if e.step_key))
-    return Outcome(run.job, name(run.partition), status, "\n".join(errors), time.perf_counter() - start,
-                   result.run_id, steps)
+    return Outcome(
+        run.job, name(run.partition), status, "\n".join(errors), time.perf_counter() - start, result.run_id, steps
+    )
 
 
 class LocalWorkers:

@@ -91,7 +91,9 @@ class NoopCache:
             entry = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return None
-        if entry.get("format") != FORMAT or entry.get("files") != list(map(list, source_stamps.files(entry.get("paths", [])))):
+        if entry.get("format") != FORMAT or entry.get("files") != list(
+            map(list, source_stamps.files(entry.get("paths", [])))
+        ):
             return None
         state = self.state()
         return entry["answer"] if state is not None and entry.get("state") == state else None
@@ -107,8 +109,13 @@ class NoopCache:
         if self._marked is None or _reads_input_files(sweep):
             return
         paths = sorted({*map(str, paths), *sources_outside_the_package(sweep)})
-        entry = {"format": FORMAT, "state": self._marked, "paths": paths,
-                 "files": list(map(list, source_stamps.files(paths))), "answer": answer}
+        entry = {
+            "format": FORMAT,
+            "state": self._marked,
+            "paths": paths,
+            "files": list(map(list, source_stamps.files(paths))),
+            "answer": answer,
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry))

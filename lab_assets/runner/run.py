@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 from lab_assets.core.keys import parse_cell_key
-from lab_assets.defs.jobs import DATA_STEPS, DATASETS, PARTS, WHAT
 from lab_assets.defs.freshness import SweepPlan
+from lab_assets.defs.jobs import DATA_STEPS, DATASETS, PARTS, WHAT
 from lab_assets.defs.work import Run, Work
 
 MATERIALIZED, FRESH, FAILED, SKIPPED = "materialized", "fresh", "failed", "skipped"
@@ -97,8 +97,9 @@ class Result:
     def count(self, job: str, status: str = MATERIALIZED) -> int:
         """Runs of a kind; datasets by data key (a data key's cells each record its one file)."""
         if job == DATASETS:  # a cell key's data part, or a data key (a fresh dataset)
-            return len({parse_cell_key(o.partition)[0] if "|" in o.partition else o.partition
-                        for o in self.of(status, job)})
+            return len(
+                {parse_cell_key(o.partition)[0] if "|" in o.partition else o.partition for o in self.of(status, job)}
+            )
         return len(self.of(status, job))
 
 

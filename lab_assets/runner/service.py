@@ -49,9 +49,30 @@ from lab_assets.core.settings import SERVICE_IDLE_VAR as IDLE
 from lab_assets.core.settings import SERVICE_VAR as SWITCH
 
 # Variables a shell or terminal changes between two commands without changing what they compute.
-VOLATILE = frozenset({"PWD", "OLDPWD", "_", "SHLVL", "COLUMNS", "LINES", "WINDOWID", "TERM_SESSION_ID", "SSH_TTY",
-                      "SSH_CLIENT", "SSH_CONNECTION", "TMUX_PANE", "STY", "GPG_TTY", "PS1", "PROMPT_COMMAND",
-                      "XDG_SESSION_ID", CHILD, SWITCH, IDLE})
+VOLATILE = frozenset(
+    {
+        "PWD",
+        "OLDPWD",
+        "_",
+        "SHLVL",
+        "COLUMNS",
+        "LINES",
+        "WINDOWID",
+        "TERM_SESSION_ID",
+        "SSH_TTY",
+        "SSH_CLIENT",
+        "SSH_CONNECTION",
+        "TMUX_PANE",
+        "STY",
+        "GPG_TTY",
+        "PS1",
+        "PROMPT_COMMAND",
+        "XDG_SESSION_ID",
+        CHILD,
+        SWITCH,
+        IDLE,
+    }
+)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 START_TIMEOUT_S = 60.0
 MESSAGE = 1 << 20  # bytes: a request (argv, folder, environment) fits in one message
@@ -138,14 +159,24 @@ def _start(here: Path, k: str) -> socket.socket | None:
     """Start the service for key `k` (detached, its own session) and wait until it listens."""
     log = here / f"{k}.log"
     with open(log, "ab") as out:
-        process = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.service_server", k], stdin=subprocess.DEVNULL,
-                                   stdout=out, stderr=out, start_new_session=True, env={**os.environ, SWITCH: "0"})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lab_assets.cli.service_server", k],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env={**os.environ, SWITCH: "0"},
+        )
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if (sock := _connect(here / f"{k}.sock")) is not None:
-            print(f"lab: started the warm service (Dagster and the libraries stay loaded for the next commands; it "
-                  f"ends after {settings.service_idle_seconds() / 60:g} min idle, on `lab service stop`; "
-                  f"LAB_SERVICE=0: never use it)", file=sys.stderr, flush=True)
+            print(
+                f"lab: started the warm service (Dagster and the libraries stay loaded for the next commands; it "
+                f"ends after {settings.service_idle_seconds() / 60:g} min idle, on `lab service stop`; "
+                f"LAB_SERVICE=0: never use it)",
+                file=sys.stderr,
+                flush=True,
+            )
             return sock
         if process.poll() not in (None, 0):  # 0: another command's service holds the key; it will listen
             break
@@ -182,8 +213,11 @@ def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
         socket.send_fds(sock, [request], [0, 1, 2])
         reply = json.loads(sock.recv(MESSAGE) or b"{}")
         if "pid" not in reply:  # refused, or the service is ending: run here
-            print(f"lab: the warm service did not take the command ({reply.get('refused', 'it is ending')}); "
-                  "running it here", file=sys.stderr)
+            print(
+                f"lab: the warm service did not take the command ({reply.get('refused', 'it is ending')}); "
+                "running it here",
+                file=sys.stderr,
+            )
             return None
         child.append(reply["pid"])
         for signum in pending:

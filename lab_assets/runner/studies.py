@@ -19,7 +19,9 @@ from lab_assets.training.study import Study
 POLL_SECONDS = 5.0  # while another process's run of the study is in progress
 
 
-def run_study(instance: dg.DagsterInstance, study: Study, on_progress: Callable[[Progress], None] = lambda p: None) -> Progress:
+def run_study(
+    instance: dg.DagsterInstance, study: Study, on_progress: Callable[[Progress], None] = lambda p: None
+) -> Progress:
     """Advance until finished, executing each launch here as a Dagster run (visible in the UI like
     any other); waits while another process's run is in progress."""
     with LocalWorkers(1) as here:

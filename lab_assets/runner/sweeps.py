@@ -10,14 +10,14 @@ from lab_assets.core import layout, storage
 from lab_assets.core.settings import lab_home
 from lab_assets.core.warm_workers import default_workers
 from lab_assets.defs.assets.reports import report_dir
-from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.freshness import SweepPlan, make_plan
+from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runner.local import LocalWorkers
-from lab_assets.runner.preload import definitions
 from lab_assets.runner.pool import WorkerPool
+from lab_assets.runner.preload import definitions
 from lab_assets.runner.run import Progress, Result, no_progress, run
 from lab_assets.runner.webserver import Webserver
 from lab_assets.runtime.instance import get_instance
@@ -53,8 +53,13 @@ def upgrade_lab_home() -> None:
 
 
 def run_sweep(
-    sweep: Sweep, workers: int | None = None, progress: Progress | None = None, submit: str | None = None,
-    verify: bool = False, registered: Callable[[], None] | None = None, pool: WorkerPool | None = None,
+    sweep: Sweep,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    submit: str | None = None,
+    verify: bool = False,
+    registered: Callable[[], None] | None = None,
+    pool: WorkerPool | None = None,
 ) -> Result:
     """Materialize the sweep's missing, stale or damaged partitions: on `workers` local processes
     (default one per core), or through the webserver at `submit`. `verify`: find damaged files by

@@ -49,7 +49,11 @@ class Webserver:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SubmitError(f"{url}: expected a webserver URL such as http://127.0.0.1:3000")
         self.client = DagsterGraphQLClient(
-            parts.hostname, port_number=parts.port, use_https=parts.scheme == "https", path_prefix=parts.path, timeout=60,
+            parts.hostname,
+            port_number=parts.port,
+            use_https=parts.scheme == "https",
+            path_prefix=parts.path,
+            timeout=60,
         )
 
     def __enter__(self) -> Webserver:
@@ -80,8 +84,13 @@ class Webserver:
     def _launch(self, run: Run, tags: dict[str, str]) -> str:
         what = f"launching {run.job} {name(run.partition)}".rstrip()
         tags = {**tags, **run.tags, **partition_tags(run.job, run.partition)}
-        return self._call(what, self.client.submit_job_execution, job_name(run.job), tags=tags,
-                          asset_selection=list(run.assets) or None)
+        return self._call(
+            what,
+            self.client.submit_job_execution,
+            job_name(run.job),
+            tags=tags,
+            asset_selection=list(run.assets) or None,
+        )
 
     def _other(self, r: Run, tags: dict[str, str]) -> str | None:
         """Another command's run of `r` to wait for instead (defs/inflight.py)."""
@@ -127,7 +136,9 @@ class Webserver:
                     continue
             if status == DagsterRunStatus.SUCCESS:
                 why = "" if ours else f"computed by run {run_id[:8]} of another command"
-                outcomes.append(Outcome(r.job, name(r.partition), MATERIALIZED if ours else WAITED, why, seconds, run_id))
+                outcomes.append(
+                    Outcome(r.job, name(r.partition), MATERIALIZED if ours else WAITED, why, seconds, run_id)
+                )
             else:
                 why = f"run {status.value.lower()}: see run {run_id} in the UI"
                 outcomes.append(Outcome(r.job, name(r.partition), FAILED, why, seconds, run_id))

@@ -23,7 +23,8 @@ from lab_assets.runtime.latest_events import latest_tags
 def last_data_version(instance: dg.DagsterInstance, asset: str, partition: str | None = None) -> str | None:
     """The data version of the asset's (partition's) latest observation, None if never observed."""
     records = instance.fetch_observations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None), limit=1
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None),
+        limit=1,
     ).records
     if not records:
         return None

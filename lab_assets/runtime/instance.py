@@ -62,7 +62,11 @@ def instance_yaml(project_yaml: str, home: Path) -> str:
     ]
     if not added:
         return project_yaml
-    return project_yaml + "\n# Added by lab_assets/runtime/instance.py (the project's dagster.yaml is the rest of this file)." + "".join(added)
+    return (
+        project_yaml
+        + "\n# Added by lab_assets/runtime/instance.py (the project's dagster.yaml is the rest of this file)."
+        + "".join(added)
+    )
 
 
 def prepare_dagster_home() -> Path:

@@ -22,7 +22,9 @@ from dagster._core.events import DagsterEventType
 _IDS_PER_QUERY = 5_000
 
 
-def latest_ids(instance: dg.DagsterInstance, asset: str, observed: bool = False, partitions: Iterable[str] | None = None) -> dict[str, int]:
+def latest_ids(
+    instance: dg.DagsterInstance, asset: str, observed: bool = False, partitions: Iterable[str] | None = None
+) -> dict[str, int]:
     """{partition: the storage id of its latest materialization (`observed`: observation)} for
     every partition of the asset that has one, or for those among `partitions`. One index query
     (ids only, cheap): a 12-cell sweep in a lab home of 10,000 cells then reads 12 records."""
@@ -31,13 +33,20 @@ def latest_ids(instance: dg.DagsterInstance, asset: str, observed: bool = False,
     return latest if partitions is None else {p: latest[p] for p in set(partitions) & latest.keys()}
 
 
-def records(instance: dg.DagsterInstance, asset: str, storage_ids: Iterable[int], observed: bool = False) -> dict[int, dg.EventLogRecord]:
+def records(
+    instance: dg.DagsterInstance, asset: str, storage_ids: Iterable[int], observed: bool = False
+) -> dict[int, dg.EventLogRecord]:
     """{storage id: its record} of the asset's materializations (`observed`: observations)."""
     key, ids, out = dg.AssetKey(asset), sorted(set(storage_ids)), {}
     fetch = instance.fetch_observations if observed else instance.fetch_materializations
     for start in range(0, len(ids), _IDS_PER_QUERY):
         chunk = ids[start : start + _IDS_PER_QUERY]
-        out.update({r.storage_id: r for r in fetch(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk), limit=len(chunk)).records})
+        out.update(
+            {
+                r.storage_id: r
+                for r in fetch(dg.AssetRecordsFilter(asset_key=key, storage_ids=chunk), limit=len(chunk)).records
+            }
+        )
     return out
 
 

@@ -81,11 +81,13 @@ class WarmWorkerRunLauncher(RunLauncher, ConfigurableClass):
 
     @classmethod
     def config_type(cls) -> dict:
-        return {"workers": dg.Field(int, is_required=False, default_value=2),
-                "warm_up": dg.Field(dg.Noneable(str), is_required=False, default_value=None)}
+        return {
+            "workers": dg.Field(int, is_required=False, default_value=2),
+            "warm_up": dg.Field(dg.Noneable(str), is_required=False, default_value=None),
+        }
 
     @classmethod
-    def from_config_value(cls, inst_data, config_value) -> "WarmWorkerRunLauncher":
+    def from_config_value(cls, inst_data, config_value) -> WarmWorkerRunLauncher:
         return cls(inst_data=inst_data, **config_value)
 
     def workers(self) -> WarmWorkers:

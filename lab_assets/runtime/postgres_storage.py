@@ -125,8 +125,10 @@ class _PingedWebserverPool:
 
 def _read_again(method: Callable[..., T]) -> Callable[..., T]:
     """`method` (a read of dagster-postgres's storage) through `read_again_on_disconnect`."""
+
     def read(self, *args):
         return read_again_on_disconnect(partial(method, self, *args))
+
     return read
 
 
@@ -182,7 +184,7 @@ class LabPostgresStorage(DagsterPostgresStorage):
         DagsterStorage.__init__(self)
 
     @classmethod
-    def from_config_value(cls, inst_data, config_value) -> "LabPostgresStorage":
+    def from_config_value(cls, inst_data, config_value) -> LabPostgresStorage:
         return cls(
             inst_data=inst_data,
             postgres_url=pg_url_from_config(config_value),

@@ -100,8 +100,13 @@ class LocalJobs:
         workdir.mkdir(parents=True, exist_ok=True)
         log = open(folder / "output.log", "wb")
         process = subprocess.Popen(
-            [executable, *argv[1:]], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            [executable, *argv[1:]],
+            cwd=workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         log.close()
         (folder / "pid").write_text(str(process.pid))
@@ -119,7 +124,9 @@ class LocalJobs:
         for mount in mounts:
             volume = by_name[mount["name"]]
             if not ({"persistentVolumeClaim", "emptyDir"} & set(volume)):
-                raise LaunchError(f"volume {mount['name']}: only claims and emptyDir are supported by the local launcher")
+                raise LaunchError(
+                    f"volume {mount['name']}: only claims and emptyDir are supported by the local launcher"
+                )
             # A claim is an empty folder of this run's own: no disk is shared between runs here.
             (root / mount["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)
 
@@ -224,8 +231,12 @@ class ProcessRunLauncher(K8sRunLauncher):
             "local": dg.Field(
                 {
                     "runs_dir": dg.Field(dg.StringSource, description="one folder per run (its private file system)"),
-                    "secrets": dg.Field(dg.Permissive(), is_required=False, default_value={},
-                                        description="secret name -> {key: environment variable of this process}"),
+                    "secrets": dg.Field(
+                        dg.Permissive(),
+                        is_required=False,
+                        default_value={},
+                        description="secret name -> {key: environment variable of this process}",
+                    ),
                 }
             ),
         }
@@ -242,4 +253,3 @@ users: [{name: none, user: {token: unused}}]
 contexts: [{name: none, context: {cluster: none, user: none}}]
 current-context: none
 """
-

@@ -77,7 +77,9 @@ def source_files(config: CorpusConfig) -> tuple[Path, list[Path]]:
 
 def file_list_digest(root: Path, files: list[Path]) -> str:
     """Hash of the candidate list (names and sizes): which files a corpus was drawn from."""
-    listing = "\n".join(f"{p.relative_to(root).as_posix() if p.is_relative_to(root) else p}\t{p.stat().st_size}" for p in files)
+    listing = "\n".join(
+        f"{p.relative_to(root).as_posix() if p.is_relative_to(root) else p}\t{p.stat().st_size}" for p in files
+    )
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
 
 
@@ -97,12 +99,14 @@ def build(config: CorpusConfig) -> pd.DataFrame:
             "need at least 2 (one for train, one for val): raise max_bytes or add files"
         )
     n_val = min(len(chosen) - 1, max(1, round(config.val_fraction * len(chosen))))
-    return pd.DataFrame({
-        "doc": np.arange(len(chosen), dtype=np.int64),
-        "path": [p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p) for p in chosen],
-        "split": ["val"] * n_val + ["train"] * (len(chosen) - n_val),
-        "text": [p.read_bytes() for p in chosen],
-    })
+    return pd.DataFrame(
+        {
+            "doc": np.arange(len(chosen), dtype=np.int64),
+            "path": [p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p) for p in chosen],
+            "split": ["val"] * n_val + ["train"] * (len(chosen) - n_val),
+            "text": [p.read_bytes() for p in chosen],
+        }
+    )
 
 
 def content_hash(df: pd.DataFrame) -> str:

@@ -68,7 +68,9 @@ class GPT(nn.Module):
         return sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
 
 
-def build(*, depth: int, width: int, heads: int, seq_len: int, vocab: int, device: str, generator: torch.Generator) -> GPT:
+def build(
+    *, depth: int, width: int, heads: int, seq_len: int, vocab: int, device: str, generator: torch.Generator
+) -> GPT:
     """The model on `device`, initialized from `generator` (a CPU generator: same weights on
     every device)."""
     with torch.device("meta"):

@@ -27,8 +27,17 @@ from lab_assets.core import storage
 ASSET = "study_ledger"
 # The columns of the TSV export, in autoresearch's spirit; the Parquet has these plus the rest.
 TSV_COLUMNS = [
-    "exp", "description", "val_bpb", "peak_mem_gb", "tok_sec", "mfu", "steps", "status",
-    "git_sha", "partition", "wall_seconds",
+    "exp",
+    "description",
+    "val_bpb",
+    "peak_mem_gb",
+    "tok_sec",
+    "mfu",
+    "steps",
+    "status",
+    "git_sha",
+    "partition",
+    "wall_seconds",
 ]
 COLUMNS = [*TSV_COLUMNS, "study", "trial", "config", "run_id", "error", "recorded_at"]
 STATUSES = ("baseline", "keep", "discard", "crash")
@@ -110,7 +119,13 @@ def frame(all_rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _cell(value: Any, column: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    formats = {"val_bpb": "{:.6f}", "peak_mem_gb": "{:.3f}", "tok_sec": "{:.0f}", "mfu": "{:.2%}", "wall_seconds": "{:.1f}"}
+    formats = {
+        "val_bpb": "{:.6f}",
+        "peak_mem_gb": "{:.3f}",
+        "tok_sec": "{:.0f}",
+        "mfu": "{:.2%}",
+        "wall_seconds": "{:.1f}",
+    }
     if column in formats:
         return formats[column].format(value)
     if column == "git_sha":

@@ -84,7 +84,8 @@ def tpe(study: Study, history: History) -> dict[str, Any]:
         failed = h["status"] == "crash" or h["val_bpb"] is None
         try:
             frozen = optuna.trial.create_trial(
-                params=_space_point(study, h["config"]), distributions=distributions,
+                params=_space_point(study, h["config"]),
+                distributions=distributions,
                 value=None if failed else h["val_bpb"],
                 state=optuna.trial.TrialState.FAIL if failed else optuna.trial.TrialState.COMPLETE,
             )
@@ -95,15 +96,25 @@ def tpe(study: Study, history: History) -> dict[str, Any]:
 
 
 def command(study: Study, history: History, proposer: Command) -> dict[str, Any]:
-    payload = json.dumps({
-        "study": study.name, "exp": len(history),
-        "space": {k: v if isinstance(v, list) else v.model_dump() for k, v in study.search.space.items()},
-        "baseline": study.baseline.model_dump(mode="json"), "history": history,
-    })
+    payload = json.dumps(
+        {
+            "study": study.name,
+            "exp": len(history),
+            "space": {k: v if isinstance(v, list) else v.model_dump() for k, v in study.search.space.items()},
+            "baseline": study.baseline.model_dump(mode="json"),
+            "history": history,
+        }
+    )
     where = f"{study.source}: search.proposer.command {proposer.command!r}"
     try:
-        out = subprocess.run(shlex.split(proposer.command), input=payload, capture_output=True, text=True,
-                             timeout=proposer.timeout, cwd=project_dir())
+        out = subprocess.run(
+            shlex.split(proposer.command),
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=proposer.timeout,
+            cwd=project_dir(),
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise StudyError(f"{where}: could not run: {e}") from None
     if out.returncode != 0:

@@ -28,10 +28,10 @@ import pydantic
 from pydantic import Field
 
 from lab_assets.core import key_records, keys
-from lab_assets.core.registry import digest
 from lab_assets.core.input_files import InputError, pydantic_lines, yaml_model
-from lab_assets.training.corpus import CorpusConfig
+from lab_assets.core.registry import digest
 from lab_assets.training.config import TrainConfig
+from lab_assets.training.corpus import CorpusConfig
 
 BUDGET_FIELDS = ("steps", "seconds")
 SEARCHABLE = sorted(set(TrainConfig.model_fields) - set(BUDGET_FIELDS))
@@ -113,7 +113,9 @@ class Study:
         """The baseline with `overrides` applied, validated; StudyError names `where`."""
         unknown = sorted(set(overrides) - set(SEARCHABLE))
         if unknown:
-            raise StudyError(f"{where}: unknown or fixed field(s) {', '.join(unknown)}; allowed: {', '.join(SEARCHABLE)}")
+            raise StudyError(
+                f"{where}: unknown or fixed field(s) {', '.join(unknown)}; allowed: {', '.join(SEARCHABLE)}"
+            )
         try:
             return TrainConfig.model_validate({**self.baseline.model_dump(), **overrides})
         except pydantic.ValidationError as e:
@@ -121,13 +123,23 @@ class Study:
             raise StudyError(f"{where}: " + f"\n{where}: ".join(lines)) from None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "corpus": self.corpus.model_dump(mode="json"),
-                "baseline": self.baseline.model_dump(mode="json"), "search": self.search.model_dump(mode="json")}
+        return {
+            "name": self.name,
+            "source": self.source,
+            "corpus": self.corpus.model_dump(mode="json"),
+            "baseline": self.baseline.model_dump(mode="json"),
+            "search": self.search.model_dump(mode="json"),
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Study:
-        return cls(obj["name"], obj["source"], CorpusConfig(**obj["corpus"]), TrainConfig(**obj["baseline"]),
-                   Search.model_validate(obj["search"]))
+        return cls(
+            obj["name"],
+            obj["source"],
+            CorpusConfig(**obj["corpus"]),
+            TrainConfig(**obj["baseline"]),
+            Search.model_validate(obj["search"]),
+        )
 
 
 def parse_study(text: str, source: str) -> Study:
@@ -145,7 +157,10 @@ def parse_study(text: str, source: str) -> Study:
     study = Study(spec.name, source, spec.corpus, baseline, spec.search)
     for name, dim in spec.search.space.items():  # every choice must make a valid config
         for value in dim if isinstance(dim, list) else [dim.low, dim.high]:
-            study.config({name: int(value) if isinstance(dim, Range) and dim.integer else value}, f"{source}: search.space.{name}")
+            study.config(
+                {name: int(value) if isinstance(dim, Range) and dim.integer else value},
+                f"{source}: search.space.{name}",
+            )
     if spec.search.proposer == "grid" and any(isinstance(d, Range) for d in spec.search.space.values()):
         raise StudyError(f"{source}: search.space: the grid proposer needs lists of values, not ranges")
     return study
@@ -162,7 +177,9 @@ def load_study(path: str | Path) -> Study:
 def description(baseline: TrainConfig, config: TrainConfig) -> str:
     """What a trial changes from the baseline, as `field=value,...` ("baseline" for none)."""
     base, new = baseline.model_dump(), config.model_dump()
-    changed = [f"{k}={new[k]:g}" if isinstance(new[k], float) else f"{k}={new[k]}" for k in sorted(new) if new[k] != base[k]]
+    changed = [
+        f"{k}={new[k]:g}" if isinstance(new[k], float) else f"{k}={new[k]}" for k in sorted(new) if new[k] != base[k]
+    ]
     return ",".join(changed) or "baseline"
 
 
@@ -190,14 +207,25 @@ class Trial:
         from lab_assets.core.lineage import git_state
 
         return {
-            "exp": self.exp, "description": self.description, "study": self.study, "trial": self.key,
-            "partition": self.cell, "config": json.dumps(self.config.model_dump(mode="json"), sort_keys=True),
-            "git_sha": git_state()[0], "run_id": run_id,
+            "exp": self.exp,
+            "description": self.description,
+            "study": self.study,
+            "trial": self.key,
+            "partition": self.cell,
+            "config": json.dumps(self.config.model_dump(mode="json"), sort_keys=True),
+            "git_sha": git_state()[0],
+            "run_id": run_id,
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {"study": self.study, "exp": self.exp, "corpus": self.corpus, "description": self.description,
-                "noise": self.noise, "config": self.config.model_dump(mode="json")}
+        return {
+            "study": self.study,
+            "exp": self.exp,
+            "corpus": self.corpus,
+            "description": self.description,
+            "noise": self.noise,
+            "config": self.config.model_dump(mode="json"),
+        }
 
 
 def save(study: Study, trial: Trial | None = None) -> None:

@@ -19,10 +19,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from lab_assets.core import backend as backends
 from lab_assets.core import checkpoints, storage
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.core.diverged import TrainingDiverged
-from lab_assets.core import backend as backends
 from lab_assets.training import gpt
 from lab_assets.training.config import TrainConfig
 from lab_assets.training.corpus import VOCAB_SIZE
@@ -71,7 +71,9 @@ def _autocast(b: backends.Backend):
 
 
 @torch.no_grad()
-def val_bpb(model: gpt.GPT, val: torch.Tensor, seq_len: int, max_tokens: int, b: backends.Backend, batch: int = 64) -> float:
+def val_bpb(
+    model: gpt.GPT, val: torch.Tensor, seq_len: int, max_tokens: int, b: backends.Backend, batch: int = 64
+) -> float:
     """Bits per byte on the first `max_tokens` val bytes: mean next-byte cross-entropy (nats)
     over non-overlapping windows, / ln 2. Tokens are bytes, so this is exact, not converted."""
     windows = min((len(val) - 1) // seq_len, max(1, max_tokens // seq_len))
@@ -137,8 +139,13 @@ def train(
         raise ValueError(f"train split has {len(train_tokens)} bytes, fewer than seq_len + 2 = {config.seq_len + 2}")
     with _deterministic(config.steps is not None):
         model = gpt.build(
-            depth=config.depth, width=config.width, heads=config.heads, seq_len=config.seq_len,
-            vocab=VOCAB_SIZE, device=b.device, generator=torch.Generator().manual_seed(config.seed),
+            depth=config.depth,
+            width=config.width,
+            heads=config.heads,
+            seq_len=config.seq_len,
+            vocab=VOCAB_SIZE,
+            device=b.device,
+            generator=torch.Generator().manual_seed(config.seed),
         )
         optimizer = _optimizer(model, config)
         base_lrs = [g["lr"] for g in optimizer.param_groups]
@@ -175,8 +182,13 @@ def train(
             loss_f = loss.item()  # also waits for the device, so the step's time is real
             if not math.isfinite(loss_f) or loss_f > EXPLODED_LOSS:
                 raise TrainingDiverged(
-                    "gpt", "step", step, loss_f, optimizer.param_groups[0]["lr"],
-                    "lower lr/embedding_lr, add warmup_steps or keep grad_clip on", limit=EXPLODED_LOSS,
+                    "gpt",
+                    "step",
+                    step,
+                    loss_f,
+                    optimizer.param_groups[0]["lr"],
+                    "lower lr/embedding_lr, add warmup_steps or keep grad_clip on",
+                    limit=EXPLODED_LOSS,
                 )
             step += 1
             # Compilation happens in a process's first step: not training time (as autoresearch).
@@ -185,19 +197,31 @@ def train(
                 timed_tokens += config.batch * config.seq_len
             first = False
             if ckpt.due(step) and not done():
-                ckpt.save({
-                    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                    "training_seconds": seconds, "timed_tokens": timed_tokens,
-                })
+                ckpt.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "step": step,
+                        "training_seconds": seconds,
+                        "timed_tokens": timed_tokens,
+                    }
+                )
                 log(f"step {step}: loss {loss_f:.4f}, checkpoint written")
         bpb = val_bpb(model, val_tokens, config.seq_len, config.eval_tokens, b)
     tok_s = timed_tokens / seconds if seconds > 0 else 0.0
     ckpt.remove()  # the final weights supersede it; a rerun starts fresh
     return TrainResult(
-        val_bpb=bpb, steps=step, resumed_from=resumed_from, training_seconds=seconds,
-        tokens_per_second=tok_s, mfu=backends.mfu(flops, tok_s, b.peak_flops),
-        peak_memory_gb=backends.peak_memory_gb(b), n_params=gpt.param_count(model),
-        flops_per_token=flops, final_loss=loss_f,
+        val_bpb=bpb,
+        steps=step,
+        resumed_from=resumed_from,
+        training_seconds=seconds,
+        tokens_per_second=tok_s,
+        mfu=backends.mfu(flops, tok_s, b.peak_flops),
+        peak_memory_gb=backends.peak_memory_gb(b),
+        n_params=gpt.param_count(model),
+        flops_per_token=flops,
+        final_loss=loss_f,
         state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()},
-        device=str(next(model.parameters()).device), compiled=fwd is not model,
+        device=str(next(model.parameters()).device),
+        compiled=fwd is not model,
     )

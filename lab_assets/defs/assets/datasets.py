@@ -14,13 +14,13 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import checks, inflight, integrity
-from lab_assets.dr import keystore
-from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
+from lab_assets.defs import checks, inflight, integrity
 from lab_assets.defs.assets.specs import data_spec, data_version
-from lab_assets.dr.datasets import DATASETS, Raw
+from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
+from lab_assets.dr import keystore
+from lab_assets.dr.datasets import DATASETS, Raw
 
 GROUP = "datasets"
 CODE_VERSION = lineage.module_version(__file__)
@@ -125,9 +125,7 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         reused = df is not None
         if not reused:
             df = raw_frame(entry(rng(config.seed, GENERATE_STREAM), **config.params), key)
-    prov = lineage.provenance(
-        {"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION, entry.packages
-    )
+    prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION, entry.packages)
     prov["generated_by"] = spec
     return _materialize(df, "raw_dataset", key, prov, t, reused=reused, n_features=df.shape[1] - 2)
 

@@ -10,15 +10,15 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from lab_assets.defs import cached, checks, inflight, integrity
-from lab_assets.dr import keystore
-from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, results_cache, storage
+from lab_assets.core.checkpoints import Checkpoint
+from lab_assets.defs import cached, checks, inflight, integrity
 from lab_assets.defs.assets.datasets import content_version, dataset, features
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
-from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.dr.sweep import readable_labels
+from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
+from lab_assets.dr import keystore
+from lab_assets.dr.sweep import readable_labels
 
 GROUP = "experiments"
 CODE_VERSION = lineage.module_version(__file__)
@@ -87,9 +87,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     estimator = entry(data.seed, **method.params)
     trainable = entry.trainable
     if trainable and dg.AssetKey("model") not in context.selected_asset_keys:
-        raise ValueError(
-            f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`"
-        )
+        raise ValueError(f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`")
     # A trained model is not kept in the results cache: the embedding of a trainable method is
     # computed with its model, which is materialized too.
     identity = None if trainable else embedding_identity(data, method, table)
@@ -121,7 +119,10 @@ def model_and_embedding(context: dg.AssetExecutionContext):
             f"{(~np.isfinite(Z)).sum()} non-finite values; expected ({len(X)}, n_components) finite"
         )
     prov = lineage.provenance(
-        {"method": method.method, **_estimator(method), **method.params}, data.seed, CODE_VERSION, entry.packages,
+        {"method": method.method, **_estimator(method), **method.params},
+        data.seed,
+        CODE_VERSION,
+        entry.packages,
         lineage.device_used(estimator),
     )
     if trainable:
@@ -133,16 +134,26 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         df[f"z{j}"] = Z[:, j]
     if entry.invertible:
         df[RECONSTRUCTION_COLUMN] = ((estimator.inverse_transform(Z) - X) ** 2).sum(axis=1)
-    path = cached.write_and_keep(storage.asset_path("embedding", cell), storage.parquet_bytes(df, prov), identity,
-                                 EMBEDDING_FILE, cached.origin(context, prov))
+    path = cached.write_and_keep(
+        storage.asset_path("embedding", cell),
+        storage.parquet_bytes(df, prov),
+        identity,
+        EMBEDDING_FILE,
+        cached.origin(context, prov),
+    )
     yield _embedding_result(context, df, Z, prov, t, path, data, method, len(X), notes, None)
 
 
 def embedding_identity(data, method, table: pd.DataFrame) -> dict:
     """What an embedding is computed from (its results cache key): this step's code, the method's
     code, libraries and parameters, the seed, and the dataset's contents."""
-    return {"asset": "embedding", "code_version": CODE_VERSION, "method": method_version(method), "seed": data.seed,
-            "dataset": content_version(table).value}
+    return {
+        "asset": "embedding",
+        "code_version": CODE_VERSION,
+        "method": method_version(method),
+        "seed": data.seed,
+        "dataset": content_version(table).value,
+    }
 
 
 def _embedding_from_cache(context, hit, cell: str, data, method, rows: int, t: lineage.Timing) -> dg.MaterializeResult:
@@ -157,7 +168,9 @@ def _embedding_result(context, df, Z, prov, t, path, data, method, rows, notes, 
         metadata={
             "label": cell_label(data, method),
             "scatter": _scatter(context, Z, df["label"]),
-            **materialization_metadata(prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)),
+            **materialization_metadata(
+                prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)
+            ),
             **cached.metadata(hit),
         },
         data_version=content_version(df),

@@ -63,8 +63,13 @@ def compute_columns(suite: list[MetricConfig], table: pd.DataFrame, emb: pd.Data
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
     k_max = max((m.params.get("k", 0) for m in suite), default=0)
     neighborhoods = Neighborhoods(
-        features(table), embedding_coordinates(emb), k_max, labels=labels, seed=seed,
-        split=table["split"].to_numpy(), reconstruction=recon,
+        features(table),
+        embedding_coordinates(emb),
+        k_max,
+        labels=labels,
+        seed=seed,
+        split=table["split"].to_numpy(),
+        reconstruction=recon,
     )
     out: dict[str, dict] = {}
     for m in suite:
@@ -104,8 +109,10 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     inputs = digest({"dataset": content_version(table).value, "embedding": content_version(emb).value}, length=16)
     previous = previous_columns(cell)
     carried = {
-        m.column: previous[m.column] for m in suite
-        if m.column in previous and previous[m.column].get("version") == versions[m.column]
+        m.column: previous[m.column]
+        for m in suite
+        if m.column in previous
+        and previous[m.column].get("version") == versions[m.column]
         and previous[m.column].get("inputs") == inputs
     }
     todo = [m for m in suite if m.column not in carried]
@@ -127,8 +134,15 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     values = {c: r["value"] for c, r in columns.items()}
     sha, dirty = lineage.git_state()
     row = {
-        "partition": cell, "data": data_key, "method": method_key, "dataset": data.dataset,
-        "method_name": method.method, "seed": data.seed, "n": len(table), "git_sha": sha, "git_dirty": dirty,
+        "partition": cell,
+        "data": data_key,
+        "method": method_key,
+        "dataset": data.dataset,
+        "method_name": method.method,
+        "seed": data.seed,
+        "n": len(table),
+        "git_sha": sha,
+        "git_dirty": dirty,
         **values,
     }
     df = pd.DataFrame([row])
@@ -136,8 +150,13 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     # What the next materialization compares (`previous_columns`): the value itself is in the row.
     recorded = {c: {k: v for k, v in r.items() if k != "value"} for c, r in columns.items()}
     prov = {**prov, "columns": recorded}
-    path = cached.write_and_keep(storage.asset_path("metrics", cell), storage.parquet_bytes(df, prov), identity,
-                                 METRICS_FILE, cached.origin(context, prov))
+    path = cached.write_and_keep(
+        storage.asset_path("metrics", cell),
+        storage.parquet_bytes(df, prov),
+        identity,
+        METRICS_FILE,
+        cached.origin(context, prov),
+    )
     sweeps = sorted(s.name for s in cell_sweeps)
     run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
     wandb = tracking.track_cell(cell, sweeps, run_config, values)
@@ -150,8 +169,14 @@ def metrics_identity(cell: str, seed: int, versions: dict[str, str], inputs: str
     """What a cell's metrics row is computed from (its results cache key): this step's code, each
     column's code version, the seed (sampled metrics), the embedding's and dataset's contents, and
     the cell (the row names it)."""
-    return {"asset": "metrics", "code_version": CODE_VERSION, "cell": cell, "seed": seed, "columns": versions,
-            "inputs": inputs}
+    return {
+        "asset": "metrics",
+        "code_version": CODE_VERSION,
+        "cell": cell,
+        "seed": seed,
+        "columns": versions,
+        "inputs": inputs,
+    }
 
 
 def _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb, hit) -> dg.MaterializeResult:
@@ -166,7 +191,12 @@ def _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb,
     how = {c: {"status": CARRIED if c in carried else status, "code_version": r["version"]} for c, r in columns.items()}
     return dg.MaterializeResult(
         metadata=materialization_metadata(
-            prov, t, 1, path, label=cell_label(data, method, cell_sweeps), **{f"metric/{c}": v for c, v in values.items()},
+            prov,
+            t,
+            1,
+            path,
+            label=cell_label(data, method, cell_sweeps),
+            **{f"metric/{c}": v for c, v in values.items()},
             not_applicable=dg.MetadataValue.json(not_applicable),
             subsampled=dg.MetadataValue.json(sampled),
             columns=dg.MetadataValue.json(how),

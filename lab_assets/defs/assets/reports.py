@@ -11,16 +11,16 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets.dr import keystore, summary, tables
-from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import keys, lineage, storage
 from lab_assets.core.integrity import of_bytes
+from lab_assets.core.registry import source_file
 from lab_assets.defs import inflight, integrity
 from lab_assets.defs.assets.datasets import content_version
 from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
+from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import SWEEP
-from lab_assets.core.registry import source_file
+from lab_assets.dr import keystore, summary, tables
 from lab_assets.dr.sweep import Sweep
 
 GROUP = "reports"
@@ -118,10 +118,16 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
 
 # The report's `<key>_path` metadata entries (the UI's links to its files), by file name.
 PATH_NAMES = {
-    "parquet": "metrics.parquet", "csv": "metrics.csv", "markdown": "metrics.md",
-    "summary_parquet": "summary.parquet", "summary_csv": "summary.csv", "summary_markdown": "summary.md",
-    "comparisons_parquet": "comparisons.parquet", "comparisons_csv": "comparisons.csv",
-    "embeddings": "embeddings.png", "metric_curves": "metrics_vs_k.png",
+    "parquet": "metrics.parquet",
+    "csv": "metrics.csv",
+    "markdown": "metrics.md",
+    "summary_parquet": "summary.parquet",
+    "summary_csv": "summary.csv",
+    "summary_markdown": "summary.md",
+    "comparisons_parquet": "comparisons.parquet",
+    "comparisons_csv": "comparisons.csv",
+    "embeddings": "embeddings.png",
+    "metric_curves": "metrics_vs_k.png",
 }
 
 

@@ -13,7 +13,7 @@ and Dagster's own staleness then marks exactly the downstream partitions that de
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import dagster as dg
 
@@ -47,7 +47,7 @@ def _shared_metric_code() -> str:
     return module_version(*map(source_file, SHARED_METRIC_CODE))
 
 
-@lru_cache(maxsize=None)  # registry code versions are fixed for a process: one digest per metric
+@cache  # registry code versions are fixed for a process: one digest per metric
 def column_version(metric: str) -> str:
     """The code a metric's columns are computed with: its entry (module, `sources=`, packages)
     and the shared code. A column is recomputed when this changes, and only then (or when the
@@ -96,8 +96,10 @@ def metric_version(suite: list[MetricConfig], observed: str | None) -> str:
     out of the cell's sweeps then stales nothing (its column stays in the row, current, and the
     report leaves it out). Otherwise the current suite's own version."""
     current, recorded = column_versions(suite), observed_suite(observed)
-    if recorded is not None and all(recorded.get(c, {}).get("version") == v for c, v in current.items()) and all(
-        _current(r["metric"]) == r["version"] for c, r in recorded.items() if c not in current
+    if (
+        recorded is not None
+        and all(recorded.get(c, {}).get("version") == v for c, v in current.items())
+        and all(_current(r["metric"]) == r["version"] for c, r in recorded.items() if c not in current)
     ):
         return observed
     return suite_version(current)
@@ -122,8 +124,11 @@ def suite_changes(columns: dict[str, str], recorded: dict[str, str]) -> str:
     new = [c for c in columns if c not in recorded]
     changed = [c for c in columns if c in recorded and recorded[c] != columns[c]]
     removed = [c for c in recorded if c not in columns]
-    parts = [f"{what}: {', '.join(cs)}" for what, cs in
-             (("new column", new), ("code changed", changed), ("column removed", removed)) if cs]
+    parts = [
+        f"{what}: {', '.join(cs)}"
+        for what, cs in (("new column", new), ("code changed", changed), ("column removed", removed))
+        if cs
+    ]
     return "; ".join(parts) or "metric suite changed"
 
 

@@ -26,14 +26,21 @@ def sweep(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     data = {d.key: d for d in s.data}
     cells = pd.DataFrame(
         # "|" would split the Markdown row: escaped in the cell key.
-        [{"cell": keys.cell_key(d, m).replace("|", "\\|"), "data": f"{labels[data[d].config_key]} seed={data[d].seed}", "method": labels[m]}
-         for d, m in s.cells]
+        [
+            {
+                "cell": keys.cell_key(d, m).replace("|", "\\|"),
+                "data": f"{labels[data[d].config_key]} seed={data[d].seed}",
+                "method": labels[m],
+            }
+            for d, m in s.cells
+        ]
     )
     return dg.MaterializeResult(
         metadata={
             "source": s.source,
             "cell_count": len(cells),
             "cells": dg.MetadataValue.md(cells.to_markdown(index=False)),
-            "launches": "the sweep's missing and stale cells: the `sweep_launches` sensor's backfill (Overview > Backfills)",
+            "launches": "the sweep's missing and stale cells: "
+            "the `sweep_launches` sensor's backfill (Overview > Backfills)",
         }
     )

@@ -14,12 +14,14 @@ import sys
 
 import dagster as dg
 
-from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.core import key_records, keys, lineage, storage
 from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.core.registry import source_file
+from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CORPUS, STUDY, TRIAL_CELL, TRIAL_TO_CORPUS
-from lab_assets.training import corpus as corpora, ledger, study as studies
+from lab_assets.training import corpus as corpora
+from lab_assets.training import ledger
+from lab_assets.training import study as studies
 
 GROUP = "training"
 # A trial's result depends on the loop, the model and the corpus code as much as on this file.
@@ -43,9 +45,14 @@ def corpus(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     sizes = df.assign(n=df["text"].map(len)).groupby("split")["n"].sum()
     return dg.MaterializeResult(
         metadata=materialization_metadata(
-            prov, t, len(df), path,
-            train_bytes=int(sizes.get("train", 0)), val_bytes=int(sizes.get("val", 0)),
-            candidate_files=len(files), file_list_digest=corpora.file_list_digest(root, files),
+            prov,
+            t,
+            len(df),
+            path,
+            train_bytes=int(sizes.get("train", 0)),
+            val_bytes=int(sizes.get("val", 0)),
+            candidate_files=len(files),
+            file_list_digest=corpora.file_list_digest(root, files),
             python=sys.version.split()[0] if config.source == "stdlib" else "n/a",
             content_hash=content,
         ),
@@ -75,28 +82,57 @@ def gpt_model(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     with lineage.timed() as t:
         try:
             result = train.train(
-                trial.config, corpora.tokens(df, "train"), corpora.tokens(df, "val"),
-                storage.asset_path("gpt_model", cell, ".ckpt.pt"), b, context.log.info,
+                trial.config,
+                corpora.tokens(df, "train"),
+                corpora.tokens(df, "val"),
+                storage.asset_path("gpt_model", cell, ".ckpt.pt"),
+                b,
+                context.log.info,
             )
         except TrainingDiverged as e:
-            ledger.append(trial.study, {**row, "status": "crash", "steps": e.step, "error": str(e),
-                                        "wall_seconds": t.wall_seconds}, trial.noise)
+            ledger.append(
+                trial.study,
+                {**row, "status": "crash", "steps": e.step, "error": str(e), "wall_seconds": t.wall_seconds},
+                trial.noise,
+            )
             raise
     weights = train.save_weights(storage.asset_path("gpt_model", cell, ".pt"), result.state_dict)
-    written = ledger.append(trial.study, {
-        **row, "val_bpb": result.val_bpb, "peak_mem_gb": result.peak_memory_gb, "tok_sec": result.tokens_per_second,
-        "mfu": result.mfu, "steps": result.steps, "wall_seconds": t.wall_seconds,
-    }, trial.noise)
+    written = ledger.append(
+        trial.study,
+        {
+            **row,
+            "val_bpb": result.val_bpb,
+            "peak_mem_gb": result.peak_memory_gb,
+            "tok_sec": result.tokens_per_second,
+            "mfu": result.mfu,
+            "steps": result.steps,
+            "wall_seconds": t.wall_seconds,
+        },
+        trial.noise,
+    )
     prov = lineage.provenance(
         trial.config.model_dump(mode="json"), trial.config.seed, CODE_VERSION, TRAINING_PACKAGES, result.device
     )
     metadata = materialization_metadata(
-        prov, t, result.steps, weights,
-        val_bpb=result.val_bpb, status=written["status"], exp=trial.exp, description=trial.description,
-        steps=result.steps, resumed_from_step=result.resumed_from, training_seconds=round(result.training_seconds, 3),
-        tokens_per_second=round(result.tokens_per_second, 1), mfu=result.mfu if result.mfu is not None else "n/a (no peak FLOP/s known)",
-        flops_per_token=result.flops_per_token, peak_memory_gb=round(result.peak_memory_gb, 4),
-        n_params=result.n_params, final_train_loss=result.final_loss, backend=b.describe(), compiled=result.compiled,
+        prov,
+        t,
+        result.steps,
+        weights,
+        val_bpb=result.val_bpb,
+        status=written["status"],
+        exp=trial.exp,
+        description=trial.description,
+        steps=result.steps,
+        resumed_from_step=result.resumed_from,
+        training_seconds=round(result.training_seconds, 3),
+        tokens_per_second=round(result.tokens_per_second, 1),
+        mfu=result.mfu if result.mfu is not None else "n/a (no peak FLOP/s known)",
+        flops_per_token=result.flops_per_token,
+        peak_memory_gb=round(result.peak_memory_gb, 4),
+        n_params=result.n_params,
+        final_train_loss=result.final_loss,
+        backend=b.describe(),
+        compiled=result.compiled,
         ledger=dg.MetadataValue.path(ledger.path(trial.study, ".tsv")),
     )
     metadata.pop("dagster/row_count")  # a model has no rows; `steps` says how much it trained

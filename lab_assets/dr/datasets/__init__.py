@@ -1,7 +1,7 @@
 """Datasets registry: one function per dataset, `fn(rng, *, params...) -> Raw`."""
 
-from lab_assets.dr.datasets.raw import Raw
 from lab_assets.core.registry import Registry
+from lab_assets.dr.datasets.raw import Raw
 
 DATASETS = Registry("dataset", __name__, first="rng")
 

@@ -14,9 +14,7 @@ N_DIGITS, PIXELS = 1797, 64
 
 
 @DATASETS("digits", packages=["scikit-learn"], shape=lambda p: Shape(p["n_samples"] or N_DIGITS, PIXELS))
-def digits(
-    rng: np.random.Generator, *, n_samples: Annotated[int, Field(ge=10, le=1797)] | None = None
-) -> Raw:
+def digits(rng: np.random.Generator, *, n_samples: Annotated[int, Field(ge=10, le=1797)] | None = None) -> Raw:
     """64-d pixel vectors labelled 0-9; ships inside scikit-learn, so nothing is downloaded.
     `n_samples` takes a seeded subsample."""
     from sklearn.datasets import load_digits  # imported on use: registering the entry must stay cheap

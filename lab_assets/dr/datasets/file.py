@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lab_assets.core.registry import Shape
-from lab_assets.dr.datasets import DATASETS, Raw
 from lab_assets.core import storage
+from lab_assets.core.registry import Shape
 from lab_assets.core.settings import resolve_path
+from lab_assets.dr.datasets import DATASETS, Raw
 
 FORMATS = (".csv", ".parquet", ".npy")
 
@@ -89,12 +89,8 @@ def _file_limits(params: dict[str, Any], shape: Shape) -> dict[str, str]:
     return _inspect(params["path"], params.get("label_column"), _stamp(params["path"]))[1]
 
 
-@DATASETS(
-    "file", packages=["pandas", "pyarrow"], fingerprint=_content_hash, shape=_file_shape, limits=_file_limits
-)
-def file(
-    rng: np.random.Generator, *, path: str, label_column: str | None = None
-) -> Raw:
+@DATASETS("file", packages=["pandas", "pyarrow"], fingerprint=_content_hash, shape=_file_shape, limits=_file_limits)
+def file(rng: np.random.Generator, *, path: str, label_column: str | None = None) -> Raw:
     """Rows of a .csv/.parquet/.npy file (relative paths are under the project folder). Every
     column but `label_column` must be numeric; for .npy, columns are named "0", "1", ..."""
     table = _read_table(path)

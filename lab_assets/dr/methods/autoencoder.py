@@ -9,6 +9,7 @@ from pydantic import Field
 
 from lab_assets.dr.methods import METHODS
 
+
 @METHODS(
     "autoencoder",
     packages=["torch"],

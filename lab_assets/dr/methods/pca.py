@@ -13,9 +13,11 @@ def _limits(params: dict, shape: Shape) -> dict[str, str]:
     bound = min((x for x in (shape.points, shape.features) if x is not None), default=None)
     n = params["n_components"]
     if bound is not None and n > bound:
-        return {"n_components": f"n_components={n} exceeds min(points, features) = min({shape.points}, {shape.features}) = {bound}"}
+        return {
+            "n_components": f"n_components={n} exceeds min(points, features) = "
+            f"min({shape.points}, {shape.features}) = {bound}"
+        }
     return {}
-
 
 
 @METHODS("pca", packages=["scikit-learn"], invertible=True, limits=_limits)

@@ -40,12 +40,19 @@ def torchdr_tsne(
 ) -> Any:
     """TorchDR's t-SNE; perplexity = n_neighbors / 3 (as for `tsne`), seeded."""
     return _torchdr().TSNE(
-        n_components=n_components, perplexity=n_neighbors / 3, max_iter=max_iter,
-        device=_device(device), backend=None, random_state=seed, verbose=False,
+        n_components=n_components,
+        perplexity=n_neighbors / 3,
+        max_iter=max_iter,
+        device=_device(device),
+        backend=None,
+        random_state=seed,
+        verbose=False,
     )
 
 
-@METHODS("torchdr_umap", slow=True, packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors", "n_components"))
+@METHODS(
+    "torchdr_umap", slow=True, packages=["torchdr", "torch"], limits=fewer_than_points("n_neighbors", "n_components")
+)
 def torchdr_umap(
     seed: int,
     *,
@@ -57,6 +64,12 @@ def torchdr_umap(
 ) -> Any:
     """TorchDR's UMAP, seeded."""
     return _torchdr().UMAP(
-        n_components=n_components, n_neighbors=n_neighbors, min_dist=min_dist, max_iter=max_iter,
-        device=_device(device), backend=None, random_state=seed, verbose=False,
+        n_components=n_components,
+        n_neighbors=n_neighbors,
+        min_dist=min_dist,
+        max_iter=max_iter,
+        device=_device(device),
+        backend=None,
+        random_state=seed,
+        verbose=False,
     )

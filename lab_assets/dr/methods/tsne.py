@@ -17,7 +17,10 @@ def _limits(params: dict, shape: Shape) -> dict[str, str]:
     if n is None or perplexity < n:
         return {}
     if k is not None:
-        return {"n_neighbors": f"n_neighbors={k} is perplexity {perplexity:g}, which needs more points than the data has ({n}): n_neighbors < {3 * n}"}
+        return {
+            "n_neighbors": f"n_neighbors={k} is perplexity {perplexity:g}, which needs more points than the data "
+            f"has ({n}): n_neighbors < {3 * n}"
+        }
     return {"perplexity": f"perplexity={perplexity:g} needs more points than the data has ({n}): less than {n}"}
 
 

@@ -7,7 +7,12 @@ from pydantic import Field
 from lab_assets.dr.methods import METHODS, fewer_than_points
 
 
-@METHODS("umap", slow=True, packages=["umap-learn", "pynndescent", "numba"], limits=fewer_than_points("n_neighbors", "n_components"))
+@METHODS(
+    "umap",
+    slow=True,
+    packages=["umap-learn", "pynndescent", "numba"],
+    limits=fewer_than_points("n_neighbors", "n_components"),
+)
 def umap(
     seed: int,
     *,

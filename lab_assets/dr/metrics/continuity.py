@@ -18,4 +18,10 @@ def continuity(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     return rank_penalty_score(nb.data_nbrs_emb_rank, k, nb.n, "continuity")
 
 
-continuity = METRICS("continuity", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)(continuity)
+continuity = METRICS(
+    "continuity",
+    packages=["numpy", "scipy", "scikit-learn"],
+    valid_range="[0, 1]",
+    better="higher",
+    limits=k_below_half_points,
+)(continuity)

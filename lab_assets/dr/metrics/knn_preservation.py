@@ -19,4 +19,6 @@ def knn_preservation(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> fl
     return float(np.count_nonzero(pos, axis=1).mean() / k)
 
 
-knn_preservation = METRICS("knn_preservation", packages=["numpy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_points)(knn_preservation)
+knn_preservation = METRICS(
+    "knn_preservation", packages=["numpy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_points
+)(knn_preservation)

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
-from lab_assets.dr.metrics import METRICS, k_below_points, NotApplicable
+from lab_assets.dr.metrics import METRICS, NotApplicable, k_below_points
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
@@ -42,4 +42,6 @@ def lid(
     return float(np.mean((k - 1) / logs))
 
 
-lid = METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None, limits=k_below_points)(lid)  # descriptive: no better direction
+lid = METRICS("lid", packages=["numpy", "scikit-learn"], valid_range="(0, inf)", better=None, limits=k_below_points)(
+    lid
+)  # descriptive: no better direction

@@ -32,16 +32,13 @@ class Neighborhoods:
         Z = _as_points(Z, "Z (embedding)")
         if X.shape[0] != Z.shape[0]:
             raise ValueError(
-                f"X (data) has {X.shape[0]} rows but Z (embedding) has {Z.shape[0]}; "
-                "they must describe the same points"
+                f"X (data) has {X.shape[0]} rows but Z (embedding) has {Z.shape[0]}; they must describe the same points"
             )
         if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 0:
             raise ValueError(f"k_max must be a non-negative integer, got {k_max!r}")
         n = X.shape[0]
         if k_max >= n:
-            raise ValueError(
-                f"k={k_max} needs at least {k_max + 1} points, the dataset has {n}"
-            )
+            raise ValueError(f"k={k_max} needs at least {k_max + 1} points, the dataset has {n}")
         self.X, self.Z, self.n, self.k_max = X, Z, n, int(k_max)
         # Labels (classes or a coordinate, None if the dataset has none) and the cell's seed,
         # for metrics that need them (silhouette, seeded subsampling).
@@ -72,9 +69,7 @@ class Neighborhoods:
         if k < 1:
             raise ValueError(f"k must be at least 1, got k={k}")
         if k > self.k_max:
-            raise ValueError(
-                f"k={k} exceeds k_max={self.k_max} that these neighbourhoods were built with"
-            )
+            raise ValueError(f"k={k} exceeds k_max={self.k_max} that these neighbourhoods were built with")
 
     def data_rank(self, rows, cols) -> np.ndarray:
         """Rank of point cols[t] among the data-space neighbours of rows[t] (1 = nearest)."""

@@ -16,9 +16,7 @@ from lab_assets.dr.metrics.neighbors import Neighborhoods
 _BLOCK = 1 << 22
 
 
-def participation_ratio(
-    nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding"
-) -> float:
+def participation_ratio(nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding") -> float:
     """(sum of covariance eigenvalues)^2 / sum of their squares, in the embedding or the data."""
     A = nb.Z if space == "embedding" else nb.X
     A = A - A.mean(axis=0)
@@ -30,8 +28,7 @@ def participation_ratio(
     trace = float(np.einsum("ij,ij->", M, M))
     if trace == 0:
         raise ValueError(
-            f"participation_ratio is undefined: all {nb.n} points of the {space} space are "
-            "identical (zero variance)"
+            f"participation_ratio is undefined: all {nb.n} points of the {space} space are identical (zero variance)"
         )
     frob2 = 0.0
     step = max(1, _BLOCK // max(p, M.shape[0]))
@@ -41,4 +38,6 @@ def participation_ratio(
     return trace**2 / frob2
 
 
-participation_ratio = METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)(participation_ratio)  # descriptive
+participation_ratio = METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)(
+    participation_ratio
+)  # descriptive

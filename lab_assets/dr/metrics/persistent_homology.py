@@ -54,4 +54,6 @@ def persistent_homology(
     return float(np.count_nonzero(life > threshold))
 
 
-persistent_homology = METRICS("persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)", better=None)(persistent_homology)  # descriptive
+persistent_homology = METRICS(
+    "persistent_homology", packages=["ripser", "numpy", "scipy"], valid_range="[0, inf)", better=None
+)(persistent_homology)  # descriptive

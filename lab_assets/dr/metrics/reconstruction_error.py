@@ -34,4 +34,6 @@ def reconstruction_error(
     return error / variance
 
 
-reconstruction_error = METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)", better="lower")(reconstruction_error)
+reconstruction_error = METRICS("reconstruction_error", packages=["numpy"], valid_range="[0, inf)", better="lower")(
+    reconstruction_error
+)

@@ -18,7 +18,6 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-
 def class_labels(nb: Neighborhoods) -> np.ndarray:
     """The labels as classes, or ValueError saying why they are not usable as classes."""
     if nb.labels is None:
@@ -54,12 +53,12 @@ def silhouette(
         where = "" if idx.size == nb.n else f" among the {idx.size} subsampled points"
         raise ValueError(f"silhouette needs at least 2 classes, the labels have 1{where}")
     if n_classes >= idx.size:
-        raise ValueError(
-            f"silhouette needs fewer classes than points: {n_classes} classes for {idx.size} points"
-        )
+        raise ValueError(f"silhouette needs fewer classes than points: {n_classes} classes for {idx.size} points")
     from sklearn.metrics import silhouette_score  # imported on use: registering the entry must stay cheap
 
     return float(silhouette_score(A, y, metric="euclidean"))
 
 
-silhouette = METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]", better="higher")(silhouette)
+silhouette = METRICS("silhouette", packages=["scikit-learn", "numpy"], valid_range="[-1, 1]", better="higher")(
+    silhouette
+)

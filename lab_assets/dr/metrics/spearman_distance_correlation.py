@@ -59,14 +59,10 @@ def pair_distances(A: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def spearman_distance_correlation(
-    nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000
-) -> float:
+def spearman_distance_correlation(nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000) -> float:
     """Spearman rank correlation of data vs embedding distances over a seeded sample of pairs."""
     if nb.n < 3:
-        raise ValueError(
-            f"spearman_distance_correlation needs at least 3 points (2 pairs), got {nb.n}"
-        )
+        raise ValueError(f"spearman_distance_correlation needs at least 3 points (2 pairs), got {nb.n}")
     i, j = pair_indices(nb.n, n_pairs, nb.rng("spearman_distance_correlation"))
     if i.size < nb.n * (nb.n - 1) // 2:
         nb.sampled = {"pairs": int(i.size), "of": nb.n * (nb.n - 1) // 2, "seed": nb.seed}
@@ -83,4 +79,6 @@ def spearman_distance_correlation(
     return float(spearmanr(dx, dz).statistic)
 
 
-spearman_distance_correlation = METRICS("spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]", better="higher")(spearman_distance_correlation)
+spearman_distance_correlation = METRICS(
+    "spearman_distance_correlation", packages=["numpy", "scipy"], valid_range="[-1, 1]", better="higher"
+)(spearman_distance_correlation)

@@ -18,4 +18,10 @@ def trustworthiness(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> flo
     return rank_penalty_score(nb.emb_nbrs_data_rank, k, nb.n, "trustworthiness")
 
 
-trustworthiness = METRICS("trustworthiness", packages=["numpy", "scipy", "scikit-learn"], valid_range="[0, 1]", better="higher", limits=k_below_half_points)(trustworthiness)
+trustworthiness = METRICS(
+    "trustworthiness",
+    packages=["numpy", "scipy", "scikit-learn"],
+    valid_range="[0, 1]",
+    better="higher",
+    limits=k_below_half_points,
+)(trustworthiness)

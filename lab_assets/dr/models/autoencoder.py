@@ -12,8 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lab_assets.core import checkpoints
-from lab_assets.core import backend
+from lab_assets.core import backend, checkpoints
 from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.core.diverged import TrainingDiverged
 
@@ -29,7 +28,9 @@ class Autoencoder:
     """scikit-learn-style estimator (`fit`, `transform`, `inverse_transform`) over a torch model
     whose whole state (weights and standardisation) is a weights-only `state_dict`."""
 
-    def __init__(self, seed, n_components, width, depth, epochs, batch_size, lr, weight_decay, device, checkpoint_every):
+    def __init__(
+        self, seed, n_components, width, depth, epochs, batch_size, lr, weight_decay, device, checkpoint_every
+    ):
         self.seed, self.n_components, self.width, self.depth = seed, n_components, width, depth
         self.epochs, self.batch_size, self.lr, self.weight_decay = epochs, batch_size, lr, weight_decay
         self.checkpoint_every = checkpoint_every
@@ -50,7 +51,7 @@ class Autoencoder:
         self.net.register_buffer("mean", torch.zeros(n_features, dtype=torch.float64))
         self.net.register_buffer("scale", torch.ones(n_features, dtype=torch.float64))
 
-    def fit(self, X: np.ndarray, checkpoint: Checkpoint | None = None) -> "Autoencoder":
+    def fit(self, X: np.ndarray, checkpoint: Checkpoint | None = None) -> Autoencoder:
         X = np.asarray(X, dtype=np.float64)
         device = self.device
         self._build(X.shape[1])
@@ -86,7 +87,14 @@ class Autoencoder:
                 # The learning rate is too high or the data is badly scaled.
                 raise TrainingDiverged("autoencoder", "epoch", epoch + 1, self.losses[-1], self.lr, "lower lr")
             if checkpoint and checkpoint.due(epoch + 1) and epoch + 1 < self.epochs:
-                checkpoint.save({"model": self.net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch + 1, "losses": self.losses})
+                checkpoint.save(
+                    {
+                        "model": self.net.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "epoch": epoch + 1,
+                        "losses": self.losses,
+                    }
+                )
         self.net.eval().cpu()
         return self
 
@@ -112,7 +120,7 @@ class Autoencoder:
         """The state dict as `torch.save` bytes (what the `model` asset stores)."""
         return checkpoints.to_bytes(self.state_dict())
 
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> "Autoencoder":
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> Autoencoder:
         self._build(state["mean"].shape[0])
         self.net.load_state_dict(state)
         self.net.eval()

@@ -50,14 +50,11 @@ class DiffusionMap(BaseEstimator):
     def fit(self, X, y=None):
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
-            raise ValueError(
-                f"diffusion_map needs a 2-D array (points x features), got shape {X.shape}"
-            )
+            raise ValueError(f"diffusion_map needs a 2-D array (points x features), got shape {X.shape}")
         n = X.shape[0]
         if self.n_neighbors >= n:
             raise ValueError(
-                f"diffusion_map: n_neighbors={self.n_neighbors} needs more than "
-                f"{self.n_neighbors} points, got {n}"
+                f"diffusion_map: n_neighbors={self.n_neighbors} needs more than {self.n_neighbors} points, got {n}"
             )
         if self.n_components + 1 >= n:
             raise ValueError(
@@ -84,7 +81,9 @@ class DiffusionMap(BaseEstimator):
             # point belongs to. Not an error (that can be the finding), but worth a note.
             warnings.warn(
                 f"diffusion_map: the {self.n_neighbors}-NN graph has {n_parts} connected "
-                "components; the leading coordinates separate them", RuntimeWarning
+                "components; the leading coordinates separate them",
+                RuntimeWarning,
+                stacklevel=2,
             )
         q = np.asarray(K.sum(axis=1)).ravel() ** -self.alpha
         K = sparse.diags(q) @ K @ sparse.diags(q)

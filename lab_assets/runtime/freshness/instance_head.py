@@ -62,7 +62,10 @@ def head(dagster_home: Path) -> tuple | None:
 
 
 # The newest event now: its id, its timestamp and how many events lie at or below it.
-_MARK = "SELECT id, timestamp, (SELECT count(*) FROM event_logs WHERE id <= m.id) FROM event_logs m ORDER BY id DESC LIMIT 1"
+_MARK = (
+    "SELECT id, timestamp, (SELECT count(*) FROM event_logs WHERE id <= m.id) "
+    "FROM event_logs m ORDER BY id DESC LIMIT 1"
+)
 _AT = "SELECT id, timestamp, (SELECT count(*) FROM event_logs WHERE id <= ?1) FROM event_logs WHERE id = ?1"
 
 

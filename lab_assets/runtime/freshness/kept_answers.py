@@ -32,8 +32,8 @@ from pathlib import Path
 import dagster as dg
 
 from lab_assets.runtime.freshness import instance_head
-from lab_assets.runtime.latest_events import latest_ids
 from lab_assets.runtime.freshness.stale_status import StaleStatusReader, Status
+from lab_assets.runtime.latest_events import latest_ids
 
 FORMAT = 1  # of the file: a change here drops every saved answer
 
@@ -70,26 +70,43 @@ class CachedStatusReader:
             self._path = None
             return
         ref = instance.get_ref().event_storage_data
-        where = hashlib.sha256(f"{instance.root_directory}|{ref.module_name}|{ref.class_name}|{ref.config_yaml}".encode()).hexdigest()
+        where = hashlib.sha256(
+            f"{instance.root_directory}|{ref.module_name}|{ref.class_name}|{ref.config_yaml}".encode()
+        ).hexdigest()
         self._path = Path(folder) / f"status-{where[:16]}.json"
         nodes = {k.to_user_string(): asset_graph.get(k) for k in asset_graph.get_all_asset_keys()}
         cell = sorted(a for a, n in nodes.items() if _dimension(n) == dimension)
         upstream = sorted({p.to_user_string() for a in cell for p in nodes[a].parent_keys} - set(cell))
         self.latest = by_asset = {a: latest_ids(instance, a, observed=nodes[a].is_observable) for a in cell}
-        for a, ids in by_asset.items():
+        for ids in by_asset.values():
             for partition in ids:
                 self._stamps.setdefault(partition, [by_asset[b].get(partition) for b in cell])
-        self._key = _as_json([FORMAT, dg.__version__, dimension,
-                     sorted((a, n.code_version, _dimension(n), sorted(p.to_user_string() for p in n.parent_keys)) for a, n in nodes.items()),
-                     [(a, _latest_id(instance, a, nodes[a])) for a in upstream]])
+        self._key = _as_json(
+            [
+                FORMAT,
+                dg.__version__,
+                dimension,
+                sorted(
+                    (a, n.code_version, _dimension(n), sorted(p.to_user_string() for p in n.parent_keys))
+                    for a, n in nodes.items()
+                ),
+                [(a, _latest_id(instance, a, nodes[a])) for a in upstream],
+            ]
+        )
         saved = self._load()
-        if saved.get("key") == self._key and saved.get("mark") is not None and not self._deleted_since(instance, saved["mark"]):
+        if (
+            saved.get("key") == self._key
+            and saved.get("mark") is not None
+            and not self._deleted_since(instance, saved["mark"])
+        ):
             self._entries = {p: e for p, e in saved.get("entries", {}).items() if e["stamp"] == self._stamps.get(p)}
             latest = {str(i) for ids in by_asset.values() for i in ids.values()}
             self.files = {a: {i: f for i, f in fs.items() if i in latest} for a, fs in saved.get("files", {}).items()}
 
     def status(self, asset: str, partition: str | None) -> Status:
-        return Status(*self._answer(f"status:{asset}", partition, lambda: list(astuple(self._reader.status(asset, partition)))))
+        return Status(
+            *self._answer(f"status:{asset}", partition, lambda: list(astuple(self._reader.status(asset, partition))))
+        )
 
     def observed(self, asset: str, partition: str | None = None) -> str | None:
         return self._answer(f"observed:{asset}", partition, lambda: self._reader.observed(asset, partition))
@@ -118,7 +135,11 @@ class CachedStatusReader:
         if self._path is None:
             return
         newest = self._mark[0] if self._mark else None
-        entries = {p: e for p, e in self._entries.items() if newest is None or all(i is None or i <= newest for i in e["stamp"])}
+        entries = {
+            p: e
+            for p, e in self._entries.items()
+            if newest is None or all(i is None or i <= newest for i in e["stamp"])
+        }
         files = {a: {i: f for i, f in fs.items() if newest is None or int(i) <= newest} for a, fs in self.files.items()}
         tmp = self._path.with_suffix(f".{os.getpid()}.tmp")
         try:
