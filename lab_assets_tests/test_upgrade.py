@@ -56,7 +56,9 @@ def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_ch
     # A dataset is stale exactly when the code of its version changed: the dataset asset's module or
     # the tiny sweep's dataset entries (this release's formatter pass touched some of them).
     code = ["defs/assets/datasets.py", "dr/datasets/manifolds.py"]
-    data_changed = any((previous / "lab_assets" / f).read_bytes() != (REPO / "lab_assets" / f).read_bytes() for f in code)
+    data_changed = any(
+        (previous / "lab_assets" / f).read_bytes() != (REPO / "lab_assets" / f).read_bytes() for f in code
+    )
     shutil.rmtree(previous)
 
     plan = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
