@@ -28,6 +28,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 from contextlib import contextmanager
 from datetime import date
@@ -242,7 +243,8 @@ def markdown(r: dict) -> str:
             f"| {name} | {fmt.format(value)} | {'met' if value <= limit else '**missed**'} |"
             for name, value, limit, fmt in targets
         ]
-    return "\n".join(lines)
+    # Prose wrapped at 100 columns (tables stay one row a line): the docs keep lines readable.
+    return "\n".join(line if line.startswith("|") else textwrap.fill(line, 100) for line in lines)
 
 
 def write_markdown(block: str) -> None:

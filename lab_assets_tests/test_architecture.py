@@ -70,3 +70,14 @@ def test_the_tree_passes_ruff_lint_and_format():
     assert lint.returncode == 0, f"ruff check (pyproject.toml [tool.ruff]):\n{lint.stdout[-6000:]}{lint.stderr[-2000:]}"
     fmt = _run(str(BIN / "ruff"), "format", "--check", ".")
     assert fmt.returncode == 0, f"ruff format --check: run `.venv/bin/ruff format .`\n{fmt.stdout[-6000:]}"
+
+
+def test_no_docs_line_over_200_characters_outside_tables():
+    docs = [REPO / "README.md", REPO / "AGENTS.md", REPO / "BENCHMARKS.md", REPO / "k8s" / "README.md"]
+    long = [
+        f"{path.relative_to(REPO)}:{n}: {len(line)} characters"
+        for path in [*docs, *sorted((REPO / "docs").glob("*.md"))]
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if len(line) > 200 and not line.lstrip().startswith("|")
+    ]
+    assert not long, "wrap these lines (tables excepted):\n" + "\n".join(long)
