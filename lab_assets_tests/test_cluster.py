@@ -558,6 +558,62 @@ def test_sweep_on_the_cluster_equals_the_embedded_default(lab, lab_cluster, monk
     assert not [s for s in secrets_ for t in texts if s in t]
 
 
+ORIGIN_QUERY = """query($key: AssetKeyInput!, $cells: [String!]) { assetOrError(assetKey: $key) { ... on Asset {
+  assetMaterializations(partitions: $cells) { partition metadataEntries { label ... on JsonMetadataEntry { jsonString } } }
+} } }"""
+
+
+def _ui_origins(url: str, asset: str, cells: list[str]) -> dict[str, dict]:
+    """{cell: the `results_cache` metadata of its materializations} as the UI's GraphQL serves them."""
+    import urllib.request
+
+    body = json.dumps({"query": ORIGIN_QUERY, "variables": {"key": {"path": [asset]}, "cells": cells}}).encode()
+    request = urllib.request.Request(f"{url}/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        found = json.loads(response.read())["data"]["assetOrError"]["assetMaterializations"]
+    return {
+        m["partition"]: json.loads(e["jsonString"])
+        for m in found
+        for e in m["metadataEntries"]
+        if e["label"] == "results_cache"
+    }
+
+
+@pytest.mark.slow
+def test_a_laptop_sweep_pushed_to_the_team_store_is_recorded_on_the_cluster_not_computed(lab, lab_cluster, monkeypatch):
+    """Portable results (issue #34): a sweep computed on a laptop lab home, its results cache
+    pushed to the cluster's object store, then submitted to the cluster: every embedding and
+    metrics row is recorded from the cache (0 computations), the metric table is the laptop's bit
+    for bit, and the UI shows where each value was first computed."""
+    from lab_assets.runtime.instance import get_instance
+
+    sweep = own_sweep(lab, "pushed", 34)
+    laptop = lab_cli("sweep", "run", sweep, "--quiet", cwd=lab)
+    assert laptop.returncode == 0, laptop.stderr
+    reference = read_metric_table(str(lab / ".lab" / "assets" / "metric_table.parquet"))
+    laptop_runs = {r.dagster_run.run_id for r in get_instance().get_run_records()}
+
+    env = cluster_environment(lab_cluster)
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+        if var in env:
+            monkeypatch.setenv(var, env[var])
+    options = json.dumps({"endpoint_url": env["AWS_ENDPOINT_URL"]})
+    pushed = lab_cli("push", "--to", "s3://lab-assets/lab/results_cache", "--options", options, cwd=lab)
+    assert pushed.returncode == 0 and "8 entries copied" in pushed.stdout, pushed.stdout + pushed.stderr
+
+    use_cluster(lab_cluster, lab, monkeypatch)  # the cluster's default cache: results_cache/ under its store
+    submitted = lab_cli("sweep", "run", sweep, "--quiet", "--submit", lab_cluster.ui_url, cwd=lab)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    result = read_metric_table("s3://lab-assets/lab/assets/metric_table.parquet", reference)
+    pd.testing.assert_frame_equal(result, reference, check_exact=True)
+
+    cells = sorted(reference["partition"])
+    for asset in ("embedding", "metrics"):  # counted per computation, not per run
+        origins = _ui_origins(lab_cluster.ui_url, asset, cells)
+        assert sorted(origins) == cells, (asset, origins)
+        assert all(o["computed"] is False and o["origin"]["run_id"] in laptop_runs for o in origins.values()), origins
+
+
 # ---------------------------------------------------------------------------------------------
 # Faults (slow: run monitoring polls every 60 s, as configured for the cluster)
 
