@@ -145,9 +145,10 @@ def too_few_seeds(comparisons: pd.DataFrame) -> str | None:
         or not comparisons["verdict"].isin([TOO_FEW, TIE]).all()
     ):
         return None
-    most = int(comparisons["n_pairs"].max())
+    most, n = int(comparisons["n_pairs"].max()), len(comparisons)
+    counted = "1 comparison has" if n == 1 else f"{n} comparisons have"
     return (
-        f"best vs runner-up: not tested: {len(comparisons)} comparisons have at most {most} paired seeds; the "
+        f"best vs runner-up: not tested: {counted} at most {most} paired seeds; the "
         f"{TEST} test needs at least {MIN_PAIRS} seeds to tell a lead from seed noise at alpha {ALPHA} "
         f"(give the sweep `seeds:` {MIN_PAIRS} or more)"
     )
