@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab_assets.core.settings import PER_LAB_HOME, service_idle_seconds
+from lab_assets.core.settings import PER_LAB_HOME, PROJECT_DIR_VAR, service_idle_seconds
 from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
 from lab_assets.runner.service import CHILD, MESSAGE, folder, key
 
@@ -71,7 +71,7 @@ def _rehearse() -> None:
     with tempfile.TemporaryDirectory(prefix="lab-service-") as tmp:
         for var in PER_LAB_HOME:
             os.environ.pop(var, None)
-        os.environ.update(LAB_PROJECT_DIR=tmp, WANDB_MODE="disabled")
+        os.environ.update({PROJECT_DIR_VAR: tmp, "WANDB_MODE": "disabled"})
         Path(tmp, "rehearsal.yaml").write_text(REHEARSAL)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -270,7 +270,13 @@ def read_parquet(path: str, columns: list[str] | None = None) -> pd.DataFrame:
 
 def read_parquet_with_provenance(path: str, columns: list[str] | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A table and the provenance written with it (`parquet_provenance`), from one read."""
-    data = read_bytes(path)
+    return parquet_with_provenance(read_bytes(path), path, columns)
+
+
+def parquet_with_provenance(
+    data: bytes, path: str, columns: list[str] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """`read_parquet_with_provenance` of bytes already in hand (`path`: the file they are, for errors)."""
     try:
         table = parquet_table(data, columns)
     except (pa.ArrowException, OSError):  # pyarrow's message names a '<Buffer>', never the file

@@ -12,6 +12,7 @@ import datetime as dt
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from lab_assets.core import results_cache, storage
 from lab_assets.core.results_cache import Hit
@@ -33,10 +34,11 @@ def metadata(hit: Hit | None) -> dict[str, Any]:
     return {"results_cache": dg.MetadataValue.json({"computed": False, "entry": hit.where, "origin": hit.origin})}
 
 
-def restore(hit: Hit, name: str, path: str) -> tuple[str, bytes]:
-    """Write the hit's file `name` (its hash checked by `lookup`) to the asset's path."""
+def restore(hit: Hit, name: str, path: str) -> tuple[str, pd.DataFrame, dict[str, Any]]:
+    """Write the hit's file `name` (its hash checked by `lookup`) to the asset's path; its table
+    and the provenance of the computation that made it, from the bytes in hand."""
     data = hit.files[name]
-    return storage.write_bytes(path, data), data
+    return storage.write_bytes(path, data), *storage.parquet_with_provenance(data, path)
 
 
 def write_and_keep(

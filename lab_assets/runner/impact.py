@@ -17,7 +17,14 @@ import tempfile
 from pathlib import Path
 
 from lab_assets.core.input_files import InputError
-from lab_assets.core.settings import dagster_home, project_dir, resolve_path
+from lab_assets.core.settings import (
+    DAGSTER_HOME_VAR,
+    HOME_VAR,
+    PROJECT_DIR_VAR,
+    dagster_home,
+    project_dir,
+    resolve_path,
+)
 from lab_assets.defs import code_versions
 from lab_assets.dr.impact import SweepImpact, impact
 
@@ -61,9 +68,9 @@ def probe(tree: Path, paths: list[str], scratch: Path) -> dict:
     env = dict(os.environ)  # the tree's package first; plugins and the rest of the import path as they are
     env |= {
         "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
-        "LAB_PROJECT_DIR": str(tree),
-        "LAB_HOME": str(scratch / "lab"),
-        "DAGSTER_HOME": str(scratch / "dagster"),
+        PROJECT_DIR_VAR: str(tree),
+        HOME_VAR: str(scratch / "lab"),
+        DAGSTER_HOME_VAR: str(scratch / "dagster"),
     }
     done = subprocess.run(
         [sys.executable, "-c", Path(code_versions.__file__).read_text(), *paths],

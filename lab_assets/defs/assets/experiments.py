@@ -157,8 +157,7 @@ def embedding_identity(data, method, table: pd.DataFrame) -> dict:
 
 
 def _embedding_from_cache(context, hit, cell: str, data, method, rows: int, t: lineage.Timing) -> dg.MaterializeResult:
-    path, _ = cached.restore(hit, EMBEDDING_FILE, storage.asset_path("embedding", cell))
-    df, prov = storage.read_parquet_with_provenance(path)  # the provenance of the computation that made it
+    path, df, prov = cached.restore(hit, EMBEDDING_FILE, storage.asset_path("embedding", cell))
     return _embedding_result(context, df, embedding_coordinates(df), prov, t, path, data, method, rows, [], hit)
 
 

@@ -122,8 +122,7 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     with lineage.timed() as t:
         hit = identity and results_cache.lookup(identity)
     if hit:
-        path, _ = cached.restore(hit, METRICS_FILE, storage.asset_path("metrics", cell))
-        df, prov = storage.read_parquet_with_provenance(path)
+        path, df, prov = cached.restore(hit, METRICS_FILE, storage.asset_path("metrics", cell))
         return _result(df, prov, t, path, suite, cell_sweeps, data, method, {}, {}, hit)
     with lineage.timed() as t:
         computed = compute_columns(todo, table, emb, data.seed) if todo else {}
