@@ -4,9 +4,11 @@ codes and errors reach the terminal as they would; a service serves one environm
 `lab service stop`."""
 
 import fcntl
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -191,21 +193,43 @@ def _group(pgid: int) -> dict[int, str]:
     return {int(pid): stat for pid, group, stat in rows if int(group) == pgid and not stat.startswith("Z")}
 
 
+def _workers(command: int) -> list[int]:
+    """The command's worker processes (its Python children in its group; not a `git` it runs)."""
+    out = subprocess.run(
+        ["ps", "-o", "pid=,pgid=,comm=", "--ppid", str(command)], capture_output=True, text=True
+    ).stdout
+    rows = (line.split() for line in out.splitlines())
+    return [int(pid) for pid, group, comm in rows if int(group) == command and comm.startswith("python")]
+
+
+def _stop_with_ctrl_z(proc: subprocess.Popen, running: dict) -> int:
+    """Ctrl-Z on a client whose command's two workers run; the command's pid once the command,
+    its workers and the client are stopped."""
+    wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
+    command = int(_children(running["pid"])[0].split()[0])  # the leader of its own process group
+    wait_for(lambda: len(_workers(command)) >= 2, 120, "the command's two workers")
+    os.killpg(proc.pid, signal.SIGTSTP)  # a terminal's Ctrl-Z reaches the client's group only
+
+    def stopped() -> bool:
+        group = _group(command)
+        states = [*group.values(), *_group(proc.pid).values()]
+        return command in group and proc.pid in _group(proc.pid) and all(st.startswith("T") for st in states)
+
+    try:
+        wait_for(stopped, 30, "the command, its workers and the client to stop")
+    except AssertionError as e:
+        ps = subprocess.run(["ps", "-e", "-o", "pid,ppid,pgid,stat,args"], capture_output=True, text=True).stdout
+        raise AssertionError(f"{e}; client {proc.pid}, command {command}:\n{ps}") from None
+    assert len(_group(command)) >= 3  # the command and its two workers
+    return command
+
+
 def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", start_new_session=True)
     try:
-        wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
-        command = int(_children(running["pid"])[0].split()[0])  # the leader of its own process group
-        wait_for(lambda: len(_group(command)) >= 3, 120, "the command's two workers")
-        os.killpg(proc.pid, signal.SIGTSTP)  # a terminal's Ctrl-Z reaches the client's group only
-
-        def stopped() -> bool:
-            states = [*_group(command).values(), *_group(proc.pid).values()]
-            return len(states) >= 4 and all(st.startswith("T") for st in states)
-
-        wait_for(stopped, 30, "the command, its workers and the client to stop")
+        command = _stop_with_ctrl_z(proc, running)
         time.sleep(1)
-        assert stopped() and proc.poll() is None
+        assert all(st.startswith("T") for st in _group(command).values()) and proc.poll() is None
         os.killpg(proc.pid, signal.SIGCONT)  # the shell's `fg`
         out, err = proc.communicate(timeout=300)
     finally:
@@ -213,6 +237,62 @@ def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, se
             proc.kill()
     assert proc.returncode == 0, err
     assert len(pd.read_parquet(project / ".lab" / "reports" / "slow" / "metrics.parquet")) == 4
+
+
+def test_a_stopped_command_whose_client_is_killed_is_interrupted_not_left_stopped(tmp_path, services):
+    project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", start_new_session=True)
+    try:
+        command = _stop_with_ctrl_z(proc, running)
+    finally:
+        proc.kill()  # e.g. the terminal closed on a stopped job
+        proc.wait()
+    wait_for(lambda: not _group(command), 60, "the stopped command and its workers to be interrupted")
+    with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
+        assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
+    assert _alive(running["pid"])  # the service goes on, and ends when asked (the fixture stops it)
+
+
+def test_ctrl_z_before_the_service_names_the_command_stops_the_command_once_it_is_named(tmp_path):
+    """The window between the client's request and the service's reply: the stop waits for the
+    command's pid, rather than stopping the client alone while its command runs on."""
+    path = tmp_path / "s.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(str(path))
+    listener.listen(1)
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys\n"
+            "from lab_assets.runner import service\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+            f"s.connect({str(path)!r})\n"
+            "sys.exit(service._exchange(s, ['sweep', 'run', 'x.yaml']))",
+        ],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    command = subprocess.Popen(["sleep", "120"], start_new_session=True)  # stands for the forked command
+    try:
+        conn, _ = listener.accept()
+        request, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        for fd in fds:
+            os.close(fd)
+        assert json.loads(request)["argv"] == ["sweep", "run", "x.yaml"]
+        os.kill(client.pid, signal.SIGTSTP)  # Ctrl-Z before the reply
+        time.sleep(0.5)
+        conn.send(json.dumps({"pid": command.pid}).encode())
+        wait_for(lambda: _group(command.pid).get(command.pid, "").startswith("T"), 10, "the command to stop")
+        wait_for(lambda: _group(client.pid).get(client.pid, "").startswith("T"), 10, "the client to stop")
+        os.kill(client.pid, signal.SIGCONT)  # `fg`: the client continues the command
+        wait_for(lambda: _group(command.pid).get(command.pid, "").startswith("S"), 10, "the command to continue")
+        conn.send(json.dumps({"exit": 3}).encode())
+        assert client.wait(timeout=10) == 3
+    finally:
+        for process in (client, command):
+            process.kill()
+            process.wait()
+        listener.close()
 
 
 def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp_path, services):

@@ -235,12 +235,16 @@ def _refuse(conn: socket.socket, why: str) -> None:
 
 
 def _interrupt(pid: int) -> None:
-    """SIGINT to a command and its workers (before it has its own process group: to it alone)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        try:
-            os.killpg(pid, signal.SIGINT)
-        except ProcessLookupError:
-            os.kill(pid, signal.SIGINT)
+    """SIGINT to a command and its workers (before it has its own process group: to it alone),
+    then SIGCONT, as a shell's `kill` does to a stopped job: a command stopped by its client's
+    Ctrl-Z, whose client is then killed, is interrupted, not left stopped with the service
+    waiting for it."""
+    for signum in (signal.SIGINT, signal.SIGCONT):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:
+                os.kill(pid, signum)
 
 
 def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple) -> None:

@@ -199,14 +199,17 @@ def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
 
     def suspend(signum, frame) -> None:
         # Ctrl-Z reaches the client's group only: stop the command's group too, then the client as
-        # the terminal would have; the shell's `fg` or `bg` continues the client here.
-        if child:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child[0], signal.SIGSTOP)
+        # the terminal would have; the shell's `fg` or `bg` continues the client here. Before the
+        # service has said which process runs the command, the stop waits for it (milliseconds):
+        # stopping the client alone would leave the command running.
+        if not child:
+            pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child[0], signal.SIGSTOP)
         os.kill(os.getpid(), signal.SIGSTOP)
-        if child:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child[0], signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child[0], signal.SIGCONT)
 
     saved = {s: signal.signal(s, relay) for s in FORWARDED} | {signal.SIGTSTP: signal.signal(signal.SIGTSTP, suspend)}
     try:
@@ -220,8 +223,9 @@ def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
             )
             return None
         child.append(reply["pid"])
-        for signum in pending:
-            relay(signum, None)
+        while pending:
+            signum = pending.pop(0)
+            (suspend if signum == signal.SIGTSTP else relay)(signum, None)
         reply = sock.recv(MESSAGE)
         if not reply:
             print("lab: the warm service ended during the command", file=sys.stderr)
@@ -230,6 +234,8 @@ def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+        for signum in pending:  # the service did not take the command: they were meant for this process
+            signal.raise_signal(signum)
 
 
 def running() -> list[dict]:
