@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-BAD_INPUT = 2
+from lab_assets.cli.exits import BAD_INPUT
 
 
 def add_parser(sub) -> None:

@@ -10,7 +10,9 @@ import argparse
 import json
 import sys
 
-BAD_INPUT, REGRESSED = 2, 1
+from lab_assets.cli.exits import BAD_INPUT, FAILED
+
+REGRESSED = FAILED  # `--fail-on regress`: a result got worse, as a failed partition fails a run
 
 
 def add_parser(sub) -> None:

@@ -1,5 +1,5 @@
 """`lab list [datasets|methods|metrics]`: every registered entry, built-in and plugin, where it
-comes from, its parameters (type, default) and its docstring's first line; `--json`."""
+comes from, its parameters (type, default) and its docstring's first paragraph; `--json`."""
 
 from __future__ import annotations
 
@@ -25,11 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _registries() -> dict[str, Any]:
-    from lab_assets.dr.datasets import DATASETS
-    from lab_assets.dr.methods import METHODS
-    from lab_assets.dr.metrics import METRICS
+    from lab_assets.dr.declarations import REGISTRIES
 
-    return {"datasets": DATASETS, "methods": METHODS, "metrics": METRICS}
+    return {f"{r.kind}s": r for r in REGISTRIES}
 
 
 def _text(tp: Any) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from lab_assets.cli.exits import BAD_INPUT
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -35,4 +37,4 @@ def run(args: argparse.Namespace) -> int:
         print(impact.markdown(impacts, args.base, cells=not args.brief))
     else:
         print(impact.text(impacts, cells=not args.brief))
-    return 2 if any(s.error for s in impacts) else 0
+    return BAD_INPUT if any(s.error for s in impacts) else 0

@@ -37,6 +37,7 @@ from lab_assets.cli import (
 )
 from lab_assets.cli.exits import BAD_INPUT, FAILED, INTERRUPTED
 from lab_assets.core import fast_exit
+from lab_assets.core.settings import check_writable
 from lab_assets.runner.commands import hand_over
 
 COMMANDS = (
@@ -86,8 +87,6 @@ def _command(argv: list[str]) -> int:
             if (code := hand_over(args.argv)) is not None:
                 return code
         if getattr(args, "writes", False):
-            from lab_assets.core.settings import check_writable  # pydantic (~0.12 s): only for commands that write
-
             check_writable()  # a read-only or full lab home: refused before anything starts
         return args.fn(args)
     except KeyboardInterrupt:  # before or after the runs (during them, the command reports it)

@@ -1,6 +1,6 @@
 """What commands print, shared: the progress display, failed and skipped runs, a
-sweep's report tables. Heavy imports stay inside the functions: every command module imports
-this, and `lab --help` must not load Dagster, pandas or rich.
+sweep's report tables. Heavy imports stay inside the functions: every `lab` call (`lab --help`
+included) imports the command modules that import this, and must not load Dagster, pandas or rich.
 """
 
 from __future__ import annotations

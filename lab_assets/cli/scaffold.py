@@ -147,13 +147,9 @@ def test_${name}_stays_in_its_range():
 
 
 def _registry(kind: str):
-    if kind == "method":
-        from lab_assets.dr.methods import METHODS as registry
-    elif kind == "dataset":
-        from lab_assets.dr.datasets import DATASETS as registry
-    else:
-        from lab_assets.dr.metrics import METRICS as registry
-    return registry
+    from lab_assets.dr.declarations import REGISTRIES
+
+    return next(r for r in REGISTRIES if r.kind == kind)
 
 
 def write(kind: str, name: str, package: Path) -> list[Path]:
@@ -163,8 +159,9 @@ def write(kind: str, name: str, package: Path) -> list[Path]:
         raise NewEntryError(f"{name!r}: a name is lower case letters, digits and _, starting with a letter")
     if not package.name.isidentifier():
         raise NewEntryError(f"{package}: {package.name!r} is not a Python package name")
-    if name in _registry(kind):
-        raise NewEntryError(f"{kind} {name!r} exists already ({_registry(kind)[name].origin}): choose another name")
+    registry = _registry(kind)
+    if name in registry:
+        raise NewEntryError(f"{kind} {name!r} exists already ({registry[name].origin}): choose another name")
     module, test = package / f"{name}.py", package / f"test_{name}.py"
     for path in (module, test):
         if path.exists():

@@ -119,9 +119,10 @@ def serve(k: str) -> int:
 
 
 def code_watch(k: str, env: dict[str, str]) -> CodeWatch:
-    """What the service loaded: the key's code and environment, and the files of registry
-    entries' `sources=` outside the package (a user's estimator module: part of a code version,
-    not of the key, which the client computes without loading the registry)."""
+    """What the service loaded: the key's code and environment, and the files outside the
+    package that registry entries are defined in or name in `sources=` (a plugin, a user's
+    estimator module: part of a code version, not of the key, which the client computes without
+    loading the registry)."""
     from lab_assets.core.source_stamps import files
     from lab_assets.runner.noop_cache import sources_outside_the_package
 

@@ -16,6 +16,7 @@ from lab_assets.cli.output import (
     report_text,
     width,
 )
+from lab_assets.runner.commands import Handed, Refused, Saved, sweep_run
 
 SWEEP = "plan, run or remove a sweep file"
 VERIFY_HELP = (
@@ -71,9 +72,6 @@ def run_plan(args) -> int:
 
 
 def run_run(args) -> int:
-    # Not at module level: `lab --help` must not load the no-op cache's settings (pydantic).
-    from lab_assets.runner.commands import Handed, Refused, Saved, sweep_run
-
     shown = []  # the progress display, once the workers are started
 
     def progress():

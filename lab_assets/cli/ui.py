@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from lab_assets.core.settings import dagster_home, project_dir
+
 
 def add_parser(sub) -> None:
     ui = sub.add_parser("ui", help="start the Dagster UI (webserver + daemon) on this machine only")
@@ -20,7 +22,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from lab_assets.core.settings import dagster_home, project_dir  # pydantic: not for `lab --help`
     from lab_assets.runtime.instance import get_instance
 
     # The instance's tables, created here once: on a fresh lab home the webserver and the daemon

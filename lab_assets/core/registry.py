@@ -158,11 +158,15 @@ class Entry:
             return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
 
     @cached_property
-    def code_version(self) -> str:
+    def source_files(self) -> list[str]:
+        """The file of the entry's own code, then those of its `sources=`: what its code version digests."""
         # Unwrapped: a wrapper (mutmut's trampoline) lives in another file than the entry's code.
-        files = [source_file(self.module) if self.module else inspect.getsourcefile(inspect.unwrap(self.fn)) or ""]
-        files += [source_file(module) for module in self.sources]
-        sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
+        own = source_file(self.module) if self.module else inspect.getsourcefile(inspect.unwrap(self.fn)) or ""
+        return [own, *(source_file(module) for module in self.sources)]
+
+    @cached_property
+    def code_version(self) -> str:
+        sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in self.source_files]
         versions = {p: package_version(p) for p in self.packages}
         return digest({"source": sources[0] if len(sources) == 1 else sources, "packages": versions})
 

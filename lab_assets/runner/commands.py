@@ -7,8 +7,8 @@
   the service's loaded child when the service runs the command), in this process (one worker),
   or through a webserver (`submit`).
 
-Only the standard library at import (`runner/service.py`, `runner/pool.py`): the hand-over and
-the workers' start come before Dagster, pandas or pydantic load.
+Nothing heavy at import (the standard library, `core/settings`, `runner/service.py`,
+`runner/pool.py`): the hand-over and the workers' start come before Dagster, pandas or pydantic load.
 """
 
 from __future__ import annotations
@@ -151,6 +151,6 @@ def _read(path: str) -> bytes | None:
 
 
 def _noop_cache(path: str, text: bytes, width: int) -> NoopCache:
-    from lab_assets.runner.noop_cache import NoopCache  # loads pydantic: not for `hand_over` alone
+    from lab_assets.runner.noop_cache import NoopCache  # not needed by `hand_over` alone
 
     return NoopCache(path, text, width)

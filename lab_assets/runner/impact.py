@@ -103,7 +103,7 @@ def price(impacts: list[SweepImpact]) -> None:
                 c.seconds = round(sum(recorded.get(a, 0.0) for a in c.assets), 4)
 
 
-def change_impact(ref: str, sweeps: list[str] | None = None, with_cost: bool = True) -> list[SweepImpact]:
+def change_impact(ref: str, sweeps: list[str] | None = None) -> list[SweepImpact]:
     project = project_dir()
     with tempfile.TemporaryDirectory(prefix="lab-impact-") as tmp:
         tmp = Path(tmp)
@@ -113,6 +113,5 @@ def change_impact(ref: str, sweeps: list[str] | None = None, with_cost: bool = T
         base = probe(base_tree, sorted({*base_files, *(w for w in wanted if (base_tree / w).exists())}), tmp)
         head = probe(project, sorted({*head_files, *(w for w in wanted if (project / w).exists())}), tmp)
     impacts = impact(base, head, wanted)
-    if with_cost:
-        price(impacts)
+    price(impacts)
     return impacts

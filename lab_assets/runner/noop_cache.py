@@ -122,28 +122,21 @@ class NoopCache:
         os.replace(tmp, self.path)  # a reader sees the old entry or this one, never half of it
 
 
-def _registries():
-    from lab_assets.dr.datasets import DATASETS
-    from lab_assets.dr.methods import METHODS
-    from lab_assets.dr.metrics import METRICS
-
-    return DATASETS, METHODS, METRICS
-
-
 def _reads_input_files(sweep: Sweep) -> bool:
     """A dataset or method whose version digests an input file's content (a `file` dataset): an
     edit of that file changes nothing the state covers, so such a sweep is never answered here."""
-    datasets, methods, _ = _registries()
-    return any(datasets[d.dataset].fingerprint for d in sweep.data) or any(m.entry.fingerprint for m in sweep.methods)
+    from lab_assets.dr.datasets import DATASETS
+
+    return any(DATASETS[d.dataset].fingerprint for d in sweep.data) or any(m.entry.fingerprint for m in sweep.methods)
 
 
 def sources_outside_the_package(sweep: Sweep | None = None) -> set[str]:
     """Modules that registry entries are defined in or name in `sources=` (part of their code
     versions) and that live outside the package (a plugin, a user's estimator module; with
     `sweep`, the classes its methods name by import path): checked like the answer's files."""
-    from lab_assets.core.registry import source_file
+    from lab_assets.dr.declarations import REGISTRIES
 
-    entries = [e for r in _registries() for e in r.entries()]
+    entries = [e for r in REGISTRIES for e in r.entries()]
     entries += [m.entry for m in sweep.methods if m.estimator] if sweep is not None else []
-    files = {source_file(m) for e in entries for m in (e.module or e.fn.__module__, *e.sources)}
+    files = {f for e in entries for f in e.source_files}
     return {f for f in files if not Path(f).resolve().is_relative_to(source_stamps.PACKAGE)}

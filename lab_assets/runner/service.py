@@ -14,8 +14,9 @@ What a forked command could inherit wrongly is excluded by construction:
 - A service serves one environment and one code: its key is a digest of the environment (less
   the variables a shell changes between commands: `VOLATILE`), the interpreter, the package's
   source files and the installed distributions. A command with another key gets another service;
-  a service whose code changed (checked before every command, with the files of registry
-  entries' `sources=` outside the package) refuses it, stops taking commands and ends.
+  a service whose code changed (checked before every command, with the files outside the package
+  that registry entries are defined in or name in `sources=`) refuses it, stops taking commands
+  and ends.
 - It loads modules only: no instance, no settings, no thread (checked before every fork), so a
   child derives its lab home, instance and storage from its own folder and environment.
 
@@ -25,7 +26,7 @@ seconds (default 1800) without a command; `lab service stop` ends them now. File
 user, mode 0700, under $XDG_RUNTIME_DIR or the temp folder.
 
 This module is the client and what client and service share; it imports only the standard
-library: the client runs before Dagster is imported, and a command that the service cannot take
+library and `core/settings`: the client runs before Dagster is imported, and a command that the service cannot take
 runs in the client as before. The service's process is `cli/service_server.py`.
 """
 
