@@ -174,3 +174,20 @@ def test_a_metric_taken_out_stales_nothing_until_its_code_changes():
     head["metrics"] = {"lid": "w"}
     (found,) = impact_of(base, head, ["s.yaml"])
     assert dict(found.reasons) == {"metric lid: code changed, column removed: lid@k=10": 2}
+
+
+def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab):
+    """`estimator:` methods are in no registry: their versions come from the sweep's method entry."""
+    from lab_assets.core import estimator_paths
+    from lab_assets.defs.code_versions import snapshot as versions
+
+    path = lab / "sweeps" / "est.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(
+        "name: est\ndata:\n  swissroll: {n_samples: 200}\nmethods:\n"
+        '  skpca:\n    estimator: "sklearn.decomposition:PCA"\n    n_components: 2\n'
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
+    (cell,) = versions([str(path)])["sweeps"][str(path)]["cells"].values()
+    entry = estimator_paths.entry("sklearn.decomposition:PCA")
+    assert (cell["method_name"], cell["method_code"], cell["trainable"]) == ("skpca", entry.code_version, False)

@@ -49,6 +49,8 @@ def snapshot(paths: list[str]) -> dict:
         data, methods, cells = {d.key: d for d in s.data}, {m.key: m for m in s.methods}, {}
         for d, m in s.cells:
             dc, mc, cell = data[d], methods[m], keys.cell_key(d, m)
+            # `entry` covers `estimator:` methods, in no registry; trees before it have no such property.
+            method = mc.entry if hasattr(mc, "entry") else METHODS[mc.method]
             for c in suites[cell]:
                 out["columns"][c.column] = {
                     "metric": c.metric,
@@ -63,8 +65,8 @@ def snapshot(paths: list[str]) -> dict:
                 "data_version": specs.data_version(dc),
                 "dataset_code": DATASETS[dc.dataset].code_version,
                 "method_version": specs.method_version(mc),
-                "method_code": METHODS[mc.method].code_version,
-                "trainable": METHODS[mc.method].trainable,
+                "method_code": method.code_version,
+                "trainable": method.trainable,
                 "columns": [c.column for c in suites[cell]],
             }
         out["sweeps"][path] = {"name": s.name, "sweep_version": specs.sweep_version(s), "cells": cells}
