@@ -80,12 +80,17 @@ def url(*parts: str) -> str:
 
 def asset_path(asset: str, partition: str | None = None, suffix: str = ".parquet") -> str:
     """`assets/<asset>/<data>/<method>.parquet` for a cell, `assets/<asset>/<data>.parquet` for a
-    data key, `assets/<asset>.parquet` when unpartitioned. Multi-partition key strings are
-    `<data>|<method>` (core/keys.py)."""
+    data key, `assets/<asset>.parquet` when unpartitioned, under the storage root."""
+    return url(*asset_parts(asset, partition, suffix))
+
+
+def asset_parts(asset: str, partition: str | None = None, suffix: str = ".parquet") -> list[str]:
+    """`asset_path`'s parts below a storage root (another lab home's, for one). Multi-partition
+    key strings are `<data>|<method>` (core/keys.py)."""
     if partition is None:
-        return url("assets", asset + suffix)
+        return ["assets", asset + suffix]
     *dirs, last = partition.split(SEPARATOR)
-    return url("assets", asset, *dirs, last + suffix)
+    return ["assets", asset, *dirs, last + suffix]
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:

@@ -139,7 +139,8 @@ def find(instance: dg.DagsterInstance, now: float | None = None) -> list[Item]:
         Item("sweep", s.name, f"its file {s.source} is gone", _sized([key_records.path("sweep", s.name)])) for s in gone
     ]
     partitions = set(instance.get_dynamic_partitions("cell"))
-    history = {p for a in (*DATA_ASSETS, *CELL_ASSETS) for p in latest_ids(instance, a)}
+    latest = {a: latest_ids(instance, a) for a in (*DATA_ASSETS, *CELL_ASSETS)}  # {asset: {partition: id}}
+    history = {p for ids in latest.values() for p in ids}
     unused = {keys.cell_key(d, m) for d, m in cell_files} | partitions | history
     unused |= {p for p in runs if keys.SEPARATOR in p}
     for cell in sorted(unused - {keys.cell_key(d, m) for d, m in used_cells}):
@@ -151,7 +152,7 @@ def find(instance: dg.DagsterInstance, now: float | None = None) -> list[Item]:
     items += [
         Item("data", d, "no declared cell reads it", data_files[d]) for d in sorted(data_files.keys() - used_data)
     ]
-    items += _unrecorded(instance, live, flight, cell_files, data_files, used_data)
+    items += _unrecorded(instance, latest, live, flight, cell_files, data_files, used_data)
     items += [Item("stray file", p, "a temporary file of a write that never finished", {p: n}) for p, n in temporaries]
     items += _reports(instance, {s.name for s in live} | busy_sweeps, busy_sweeps, runs)
     items += _key_records(used_data, used_methods)
@@ -202,14 +203,17 @@ def _runs_by_partition(instance: dg.DagsterInstance) -> dict[str, list[str]]:
     return out
 
 
-def _unrecorded(instance, live: list[Sweep], flight: InFlight, cell_files, data_files, used_data) -> list[Item]:
+def _unrecorded(
+    instance, latest: dict[str, dict[str, int]], live: list[Sweep], flight: InFlight, cell_files, data_files, used_data
+) -> list[Item]:
     """Files of declared cells and data keys that no materialization points to (checkpoints of
-    unmaterialized cells aside: they resume a training)."""
+    unmaterialized cells aside: they resume a training); `latest`: {asset: {partition: its latest
+    materialization's storage id}}, read once by `find`."""
     busy = flight.cells()
     cells = sorted({c for s in live for c in s.cells} - busy)
     pointed: set[tuple[str, ...]] = set()
     for asset in (*DATA_ASSETS, *CELL_ASSETS):
-        for files in recorded(instance, asset, [keys.cell_key(d, m) for d, m in cells]).values():
+        for files in recorded(instance, asset, [keys.cell_key(d, m) for d, m in cells], latest=latest[asset]).values():
             pointed |= {tuple(_relative(p)) for p in files}
     out = []
     busy_data = {d for d, _ in busy}

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.core import keys, storage
+from lab_assets.core import storage
 
-PREFIX = "metric/"
+PREFIX = "metric/"  # a column's value in a `metrics` materialization's metadata (assets/metrics.py)
 PAGE = 1_000  # records a query: Dagster answers at most 10,000
 
 
@@ -47,15 +47,11 @@ def stored(cells: list[str], columns: list[str], home: Path | None = None) -> di
     home's folder (`home`, local). A cell without a readable file is left out."""
     out = {}
     for cell in cells:
-        data, method = keys.parse_cell_key(cell)
-        path = (
-            storage.asset_path("metrics", cell)
-            if home is None
-            else str(home / "assets" / "metrics" / data / f"{method}.parquet")
-        )
+        parts = storage.asset_parts("metrics", cell)
+        path = storage.url(*parts) if home is None else str(home.joinpath(*parts))
         try:
             row = storage.read_parquet(path)
-        except (storage.UnreadableFileError, FileNotFoundError):
+        except storage.UnreadableFileError:
             continue
         if len(row) == 1:
             out[cell] = {c: float(row[c].iloc[0]) for c in columns if c in row.columns}

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dagster as dg
 
+from lab_assets.defs.integrity import CELL_ASSETS, DATA_ASSETS
+from lab_assets.dr.impact import DATASET
 from lab_assets.runtime.latest_events import latest_ids, records
 
 # The assets a cell's run materializes, as `dr/impact.py` names them: its dataset is two steps.
-PARTS = {
-    "dataset": ("raw_dataset", "dataset"),
-    "model": ("model",),
-    "embedding": ("embedding",),
-    "metrics": ("metrics",),
-}
+PARTS = {DATASET: DATA_ASSETS, **{asset: (asset,) for asset in CELL_ASSETS}}
 
 
 def recorded_seconds(instance: dg.DagsterInstance, cells: list[str]) -> dict[str, dict[str, float]]:

@@ -3,7 +3,8 @@ method, the mean before, the mean after, the paired difference over seeds (after
 same data seed on both sides) and a paired t-test of it, with a verdict. Pure pandas/SciPy: the
 values come from the instance's history (`defs/metric_history.py`) or another lab home's files.
 
-Verdicts: `bit-identical` (every paired value equal, nulls included), `too few seeds` (fewer
+Verdicts: `bit-identical` (every value present on both sides equal: a seed whose value is null
+on one side only does not count), `too few seeds` (fewer
 than MIN_PAIRS pairs with values on both sides), `moved beyond seed noise` (p < ALPHA, or every
 seed moved by the same non-zero amount), `within noise` otherwise; `no earlier values` when no
 cell of the group has a value before. A paired t-test, not the summary's Wilcoxon test: a

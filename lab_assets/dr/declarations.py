@@ -57,16 +57,6 @@ def _problems(entry: Entry) -> Iterator[tuple[str, str]]:
             entry.in_range(0.0)
         except RegistryError as e:
             yield "valid_range", str(e)
-    positional = [
-        p
-        for p in inspect.signature(entry.fn).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if len(positional) != 1:
-        what = {DATASETS.kind: "rng", METHODS.kind: "seed", METRICS.kind: "the neighbourhoods"}.get(
-            entry.kind, "its input"
-        )
-        yield "signature", f"takes exactly one positional argument ({what}), then keyword-only parameters"
 
 
 def declaration_problems(registries: tuple[Registry, ...] = REGISTRIES) -> list[Declaration]:

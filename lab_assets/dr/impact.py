@@ -68,7 +68,7 @@ def _module(name: str) -> str:
     return f"asset module {name} changed: every cell"
 
 
-def cell_impact(cell: str, h: dict, b: dict | None, base: dict, head: dict) -> dict[str, str]:
+def cell_impact(h: dict, b: dict | None, base: dict, head: dict) -> dict[str, str]:
     """{asset: why} for one cell: `h`/`b` its head/base records (b None: no base sweep has it)."""
     below = (EMBEDDING, METRICS) + ((MODEL,) if h["trainable"] else ())
     if b is None:
@@ -115,7 +115,7 @@ def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
             continue
         s = SweepImpact(path, h["name"], len(h["cells"]))
         for cell, rec in h["cells"].items():
-            assets = cell_impact(cell, rec, known.get(cell), base, head)
+            assets = cell_impact(rec, known.get(cell), base, head)
             if assets:
                 s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets))
         b = base["sweeps"].get(path, {})

@@ -83,8 +83,6 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
     entry = method.entry
     table = integrity.read_parquet(storage.asset_path("dataset", data_key))
-    X = features(table)
-    estimator = entry(data.seed, **method.params)
     trainable = entry.trainable
     if trainable and dg.AssetKey("model") not in context.selected_asset_keys:
         raise ValueError(f"cell {cell}: {method.method} trains a model; select `model` together with `embedding`")
@@ -93,9 +91,11 @@ def model_and_embedding(context: dg.AssetExecutionContext):
     identity = None if trainable else embedding_identity(data, method, table)
     with lineage.timed() as t:
         hit = identity and results_cache.lookup(identity)
-    if hit:
-        yield _embedding_from_cache(context, hit, cell, data, method, len(X), t)
+    if hit:  # before the estimator is built: building it imports its library (umap: seconds)
+        yield _embedding_from_cache(context, hit, cell, data, method, len(table), t)
         return
+    X = features(table)
+    estimator = entry(data.seed, **method.params)
     with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if trainable:

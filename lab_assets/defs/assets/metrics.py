@@ -16,7 +16,7 @@ import pandas as pd
 
 from lab_assets.core import lineage, results_cache, storage, tracking
 from lab_assets.core.registry import digest
-from lab_assets.defs import cached, checks, inflight, integrity
+from lab_assets.defs import cached, checks, inflight, integrity, metric_history
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
 from lab_assets.defs.assets.specs import column_versions, metric_spec, owed_suite
@@ -195,7 +195,7 @@ def _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb,
             1,
             path,
             label=cell_label(data, method, cell_sweeps),
-            **{f"metric/{c}": v for c, v in values.items()},
+            **{f"{metric_history.PREFIX}{c}": v for c, v in values.items()},
             not_applicable=dg.MetadataValue.json(not_applicable),
             subsampled=dg.MetadataValue.json(sampled),
             columns=dg.MetadataValue.json(how),
