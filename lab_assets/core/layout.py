@@ -5,7 +5,7 @@ A lab home written by an earlier release (a lower version, or none recorded on a
 holds sweeps: written before versions were recorded) is upgraded by the first command that
 writes: each version's migration, if it has one, moves what it can (keys renamed, history kept),
 and each version's `CHANGES` entry says what will recompute and why, printed before anything
-runs (`lab sweep plan` says it without recording). Then the current version is recorded.
+runs. Then the current version is recorded.
 """
 
 from __future__ import annotations
@@ -40,25 +40,19 @@ def recorded() -> int | None:
         return 1 if key_records.keys("sweep") else None
 
 
-def pending() -> list[str]:
-    """What an upgrade to this release changes in this lab home, oldest first ([]: nothing)."""
-    found = recorded()
-    if found is None or found >= VERSION:
-        return []
-    return [f"layout {v}: {CHANGES[v]}" for v in range(found + 1, VERSION + 1)]
-
-
 def upgrade() -> list[str]:
-    """Migrate the lab home to this release's layout and record it; what `pending` said."""
-    found, notes = recorded(), pending()
+    """Migrate the lab home to this release's layout and record it; what that changes in this lab
+    home, oldest first ([]: nothing)."""
+    found = recorded()
     if found is not None and found > VERSION:
         raise storage.UnreadableFileError(
             f"{path()}: layout {found} was written by a newer release than this one (layout {VERSION})",
             "upgrade lab_assets, or point LAB_HOME at another lab home",
         )
-    for version in range(found + 1 if found is not None else VERSION + 1, VERSION + 1):
+    earlier = range(found + 1, VERSION + 1) if found is not None else range(0)  # None: an empty lab home
+    for version in earlier:
         if version in MIGRATIONS:
             MIGRATIONS[version]()
     if found != VERSION:
         storage.write_bytes(path(), storage.json_bytes({"version": VERSION}))
-    return notes
+    return [f"layout {v}: {CHANGES[v]}" for v in earlier]

@@ -20,11 +20,9 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import fsspec
-from fsspec.implementations.local import LocalFileSystem
 
 from lab_assets.core import settings, storage
 from lab_assets.core.integrity import Fingerprint, of_bytes
@@ -107,20 +105,17 @@ def store(
         "files": {n: {"bytes": len(d), "blake2b": of_bytes(d).digest} for n, d in files.items()},
     }
     try:
-        for name, data in files.items():
-            _write(cache, f"{folder}/{name}", data)
-        _write(cache, f"{folder}/{ENTRY}", storage.json_bytes(entry))  # last: the entry exists once complete
+        _write_entry(cache.fs, folder, files, entry)
     except OSError as e:
         log.warning("results cache: %s not written (%s)", folder, e)
         return False
     return True
 
 
-def _write(cache: Cache, path: str, data: bytes) -> None:
-    if isinstance(cache.fs, LocalFileSystem):
-        storage.atomic_write(Path(path), lambda tmp: tmp.write_bytes(data))
-    else:
-        cache.fs.pipe_file(path, data)  # one PUT: all or nothing
+def _write_entry(fs, folder: str, files: dict[str, bytes], entry: dict[str, Any]) -> None:
+    for name, data in files.items():
+        storage.put(fs, f"{folder}/{name}", data)
+    storage.put(fs, f"{folder}/{ENTRY}", storage.json_bytes(entry))  # last: the entry exists once complete
 
 
 def entries(cache: Cache) -> list[str]:
@@ -144,8 +139,6 @@ def push(source: Cache, target: Cache) -> dict[str, int]:
         elif lookup(identity, target) is not None:
             counts["present"] += 1
         else:
-            for file, data in hit.files.items():
-                _write(target, f"{target.root}/{name}/{file}", data)
-            _write(target, f"{target.root}/{name}/{ENTRY}", storage.json_bytes(entry))
+            _write_entry(target.fs, target.folder(identity), hit.files, entry)
             counts["copied"] += 1
     return counts

@@ -121,11 +121,16 @@ def _fsync_dir(folder: Path) -> None:
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> str:
     path = os.fspath(path)
-    if is_local():
-        atomic_write(Path(filesystem()._strip_protocol(path)), lambda tmp: tmp.write_bytes(data))
-    else:
-        filesystem().pipe_file(path, data)  # a single PUT: all or nothing
+    put(filesystem(), path, data)
     return path
+
+
+def put(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> None:
+    """`data` as the file `path` of `fs`, whole or not at all (a reader never sees part of it)."""
+    if isinstance(fs, LocalFileSystem):
+        atomic_write(Path(fs._strip_protocol(path)), lambda tmp: tmp.write_bytes(data))
+    else:
+        fs.pipe_file(path, data)  # a single PUT: all or nothing
 
 
 CURRENT = ".current"  # on an object store, the object naming a replaced folder's current version

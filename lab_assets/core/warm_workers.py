@@ -96,7 +96,6 @@ def _sigint(signum, frame) -> None:
 
 def _init(warm: Callable[[], None] | None) -> None:
     signal.signal(signal.SIGINT, _sigint)
-    os.environ.update(SINGLE_THREADED)  # a forked worker's parent may not have had them
     # Ending a pool waits for every worker to end. Status 0: an executor never reads it (a worker
     # lost mid-run is told by its run's BrokenProcessPool).
     end_without_teardown(0)

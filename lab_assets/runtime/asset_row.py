@@ -23,11 +23,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 
-def stored_storage_id(column=AssetKeyTable.c.last_materialization) -> db.ColumnElement:
+def stored_storage_id() -> db.ColumnElement:
     """SQL: the storage id of the materialization the asset row names, NULL when none. The row
     holds a serialized EventLogRecord ending in `"storage_id": N}`; N is read as the trailing
     integer, not with a JSON function: event metadata may hold NaN, which is not JSON."""
-    text = db.func.rtrim(column, "}")
+    text = db.func.rtrim(AssetKeyTable.c.last_materialization, "}")
     digits = db.func.substr(text, db.func.length(db.func.rtrim(text, "0123456789")) + 1)
     return db.cast(db.func.nullif(digits, ""), db.BigInteger)
 

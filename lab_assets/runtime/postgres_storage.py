@@ -1,13 +1,9 @@
 """The Postgres instance storage of the Kubernetes deployment, with the asset row kept at the
 newest materialization under concurrent writers (docs/postgres-asset-row-race.md).
 
-dagster-postgres's `PostgresEventLogStorage.store_event` inserts an event (which gives it its
-id) in one transaction and upserts the asset's row (`asset_keys.last_materialization`, what a
-step reads its inputs' versions from) in a second one. Two run pods materializing the same asset
-can commit those four transactions interleaved: the older event's upsert lands last and the row
-names a materialization older than the newest. A downstream step then records the older input
-version and its cell plans stale right after it was materialized. The guard is `asset_row.py`'s,
-shared with the SQLite storage of the laptop default.
+Two run pods materializing the same asset can leave its row naming an older materialization than
+the newest; `asset_row.py` states the race and holds the guard, shared with the SQLite storage of
+the laptop default.
 
 Configured in k8s/base/dagster.yaml as
 

@@ -45,7 +45,7 @@ class TrainResult:
     final_loss: float
     state_dict: dict[str, torch.Tensor]
     device: str  # where the model's weights were ("cuda:0", "cpu"): what lineage records
-    compiled: bool  # the steps ran through torch.compile (not what was asked: what ran)
+    compiled: bool  # the steps went through torch.compile (`Backend.compile`, as `compile_choice` settled it)
 
 
 def lr_factor(progress: float, step: int, config: TrainConfig) -> float:
@@ -223,5 +223,5 @@ def train(
         final_loss=loss_f,
         state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()},
         device=str(next(model.parameters()).device),
-        compiled=fwd is not model,
+        compiled=b.compile,
     )
