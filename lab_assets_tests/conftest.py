@@ -181,17 +181,16 @@ def lab(tmp_path, monkeypatch):
     instance.get_instance.cache_clear()
 
 
-def lab_cli(*args, cwd, timeout=300):
-    """Run the real `lab` entry point in a subprocess (same interpreter, same environment)."""
-    import subprocess
-
+def lab_cli(*args, cwd, timeout=300, env: dict[str, str] | None = None):
+    """Run the real `lab` entry point in a subprocess (same interpreter, same environment, `env`
+    over it: a copied package's PYTHONPATH, another lab home)."""
     return subprocess.run(
         [sys.executable, "-m", "lab_assets.cli.main", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=os.environ.copy(),
+        env={**os.environ, **(env or {})},
     )
 
 

@@ -1,10 +1,6 @@
 """`lab check`: a lab's CI gate. Real files in a project folder, the real `lab` program; each
 problem is one line naming its file, line and field, exit 2 with the count."""
 
-import os
-import subprocess
-import sys
-
 from lab_assets.core.registry import Registry
 from lab_assets.core.yaml_lines import field_line
 from lab_assets.dr.declarations import declaration_problems
@@ -85,18 +81,10 @@ def test_field_lines():
 
 def test_the_repository_itself_passes_with_dg_check_defs(tmp_path):
     env = {
-        **os.environ,
         "LAB_PROJECT_DIR": str(REPO),
         "LAB_HOME": str(tmp_path / "lab"),
         "DAGSTER_HOME": str(tmp_path / "dagster"),
         "LAB_SERVICE": "0",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", "check"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = lab_cli("check", cwd=REPO, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -5,27 +5,17 @@ says what it stales, the plan of the next run must name exactly those cells and 
 the sweeps run and the edit is committed, so the next edit starts from a fresh lab."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from lab_assets.dr.impact import impact as impact_of
-from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, git, pending, step
+from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, edit, git, pending, step
 
 
 def lab_in(folder, *args):
     """The copied package's own `lab` (PYTHONPATH: the edited code), in the project folder."""
-    env = {**os.environ, "PYTHONPATH": str(folder)}
-    return subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return lab_cli(*args, cwd=folder, timeout=600, env={"PYTHONPATH": str(folder)})
 
 
 def impact(folder) -> dict[str, dict]:
@@ -46,10 +36,6 @@ def planned(plan: dict) -> dict[str, set[str]]:
 def commit(folder, message):
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "-m", message)
-
-
-def edit(path, text="\n# an edit\n"):
-    path.write_text(path.read_text() + text)
 
 
 @pytest.mark.slow

@@ -75,6 +75,11 @@ def git(folder, *args) -> str:
     ).stdout.strip()
 
 
+def edit(path):
+    """A comment appended to a source file: its code version changes, its behaviour does not."""
+    path.write_text(path.read_text() + "\n# an edit\n")
+
+
 def step(folder, *sweeps) -> dict[str, dict]:
     """Plan, then run, `sweeps` (names) in a fresh process of the copied package: {sweep: plan}."""
     env = {**os.environ, "PYTHONPATH": str(folder)}
@@ -181,7 +186,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
 
     # 2. One metric's code edited (a comment: same values): only its columns, in every cell that has one.
     lid_py = lab / "lab_assets" / "dr" / "metrics" / "lid.py"
-    lid_py.write_text(lid_py.read_text() + "\n# an edit\n")
+    edit(lid_py)
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
     assert pending(plans["b"]) == {b_cell: {"metrics": f"code changed: {lid}"}}
@@ -215,7 +220,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     # 4. A method's code edited (a comment: the same embedding): its cells in both sweeps rerun
     #    the embedding; the embeddings' values are the same, so every metric column is carried.
     pca_py = lab / "lab_assets" / "dr" / "methods" / "pca.py"
-    pca_py.write_text(pca_py.read_text() + "\n# an edit\n")
+    edit(pca_py)
     plans = step(lab, "a", "b")
     assert set(pending(plans["a"])) == {pca_a} and set(pending(plans["b"])) == {b_cell}
     assert set(pending(plans["a"])[pca_a]) == {"embedding", "metrics"}
@@ -230,7 +235,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     # 5. The shared neighbourhood code edited: every column of every cell is computed again (the
     #    same values), and no embedding or dataset is.
     neighbors = lab / "lab_assets" / "dr" / "metrics" / "neighbors.py"
-    neighbors.write_text(neighbors.read_text() + "\n# an edit\n")
+    edit(neighbors)
     plans = step(lab, "a", "b")
     assert {c: set(a) for c, a in {**pending(plans["a"]), **pending(plans["b"])}.items()} == {
         c: {"metrics"} for c in {*a_cells, b_cell}

@@ -5,28 +5,18 @@ affected cells, with an answer saved (by the run before) just before the change.
 a copy of the package, so its source can be edited."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import dagster as dg
 import pytest
 
 from lab_assets.defs.jobs import CELLS, job_name
-from lab_assets_tests.conftest import REPO
+from lab_assets_tests.conftest import REPO, lab_cli
 
 
 def lab_in(folder, *args) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(folder / "pkg")}  # the copied package, not the checkout's
-    out = subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", *args, "--workers", "1", "--json"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    env = {"PYTHONPATH": str(folder / "pkg")}  # the copied package, not the checkout's
+    out = lab_cli(*args, "--workers", "1", "--json", cwd=folder, timeout=600, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -35,17 +25,17 @@ def run(folder) -> dict:
     return lab_in(folder, "sweep", "run", "sweeps/tiny.yaml")
 
 
-def saved(folder) -> dict:
-    [entry] = (folder / ".lab" / "cache").glob("noop-*.json")
-    return json.loads(entry.read_text())
-
-
-def answered_from_saved(folder) -> None:
-    """The last run saved its answer, and the next run prints it (marked here to tell it apart)."""
+def saved_answer_marked(folder) -> None:
+    """The saved answer exists (a run after it would print it): marked, to tell it apart."""
     [path] = (folder / ".lab" / "cache").glob("noop-*.json")
     entry = json.loads(path.read_text())
     entry["answer"]["report"] = "from the saved answer"
     path.write_text(json.dumps(entry))
+
+
+def answered_from_saved(folder) -> None:
+    """The last run saved its answer, and the next run prints it."""
+    saved_answer_marked(folder)
     out = run(folder)
     assert out["report"] == "from the saved answer"
     assert out["materialized"]["cells"] == 0 and out["fresh"]["cells"] == out["before"]["fresh"] == 4

@@ -8,6 +8,7 @@ from pathlib import Path
 from lab_assets.core import keys, storage
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.test_noop_cache import saved_answer_marked
 
 SWEEP = """
 name: two
@@ -25,14 +26,6 @@ def run(lab) -> dict:
     out = lab_cli("sweep", "run", "sweeps/two.yaml", "--workers", "1", "--json", cwd=lab)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
-
-
-def saved_answer_marked(lab) -> None:
-    """The saved answer exists (a run after it would print it): marked, to tell it apart."""
-    [path] = (lab / ".lab" / "cache").glob("noop-*.json")
-    entry = json.loads(path.read_text())
-    entry["answer"]["report"] = "from the saved answer"
-    path.write_text(json.dumps(entry))
 
 
 def test_a_damaged_artifact_is_never_answered_from_the_saved_noop(lab):

@@ -5,15 +5,13 @@ A damaged entry is never trusted: its cell is computed again."""
 
 import json
 import os
-import shutil
 
 import dagster as dg
 import pytest
 
 from lab_assets.core import results_cache
-from lab_assets.runtime import instance
 from lab_assets.runtime.instance import get_instance
-from lab_assets_tests.conftest import S3_BUCKET, lab_cli
+from lab_assets_tests.conftest import S3_BUCKET, lab_cli, lab_project
 
 CACHE = f"s3://{S3_BUCKET}/team-cache"
 
@@ -21,23 +19,9 @@ CACHE = f"s3://{S3_BUCKET}/team-cache"
 def _second_home(lab, monkeypatch, name: str, endpoint: str):
     """Another lab project, lab home and Dagster instance (a team member's, the team's), whose
     results cache is the shared store."""
-    folder = lab / name
-    (folder / "sweeps").mkdir(parents=True)
-    shutil.copy(lab / "sweeps" / "tiny.yaml", folder / "sweeps" / "tiny.yaml")
-    home = folder / ".lab" / "dagster"
-    home.mkdir(parents=True)
-    yaml = (lab / ".lab" / "dagster" / "dagster.yaml").read_text()
-    (home / "dagster.yaml").write_text(yaml.replace(str(lab / ".lab" / "dagster"), str(home)))
-    env = {
-        "LAB_PROJECT_DIR": folder,
-        "LAB_HOME": folder / ".lab",
-        "DAGSTER_HOME": home,
-        "LAB_RESULTS_CACHE": CACHE,
-        "LAB_RESULTS_CACHE_OPTIONS": json.dumps({"endpoint_url": endpoint}),
-    }
-    for var, value in env.items():
-        monkeypatch.setenv(var, str(value))
-    instance.get_instance.cache_clear()
+    folder = lab_project(lab / name, monkeypatch)
+    monkeypatch.setenv("LAB_RESULTS_CACHE", CACHE)
+    monkeypatch.setenv("LAB_RESULTS_CACHE_OPTIONS", json.dumps({"endpoint_url": endpoint}))
     return folder
 
 

@@ -19,8 +19,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from lab_assets.core.processes import alive
 from lab_assets.runner import service
-from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, wait_for
+from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, lab_cli, wait_for
 
 SLOW = (
     "name: slow\ndata:\n  swissroll: {n_samples: 500}\nseeds: [0, 1, 2, 3]\n"
@@ -47,17 +48,8 @@ def services(monkeypatch, request):
     pids = [s["pid"] for s in service.running() if s["pid"]]
     service.stop_all()
     for pid in pids:
-        wait_for(lambda: not _alive(pid), 30, f"service {pid} to end")
+        wait_for(lambda: not alive(pid), 30, f"service {pid} to end")
     shutil.rmtree(runtime, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat")
-    return not (state.exists() and state.read_text().split(") ")[-1].startswith("Z"))
 
 
 def _project(root: Path, name: str, sweep: str = TINY_SWEEP) -> Path:
@@ -68,14 +60,7 @@ def _project(root: Path, name: str, sweep: str = TINY_SWEEP) -> Path:
 
 
 def _lab(*args, cwd: Path, **env) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
+    return lab_cli(*args, cwd=cwd, env=env)
 
 
 def _table(project: Path) -> pd.DataFrame:
@@ -91,7 +76,7 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
     first = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=a)
     assert first.returncode == 0, first.stderr
     [running] = service.running()  # started by the first command, which it then ran
-    assert _alive(running["pid"])
+    assert alive(running["pid"])
     status = _lab("service", "status", cwd=b)
     assert f"{running['key']}  pid {running['pid']}  this environment" in status.stdout, status.stdout
     second = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=b)
@@ -180,7 +165,7 @@ def test_ctrl_c_on_the_client_interrupts_the_command_in_the_service(tmp_path, se
     wait_for(lambda: not _children(running["pid"]), 15, "the command and its workers to end")
     with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
         assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
-    assert _alive(running["pid"])  # the service itself goes on
+    assert alive(running["pid"])  # the service itself goes on
 
     again = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", "--quiet", cwd=project)
     assert again.returncode == 0, again.stderr
@@ -249,7 +234,7 @@ def test_a_stopped_command_whose_client_is_killed_is_interrupted_not_left_stoppe
     wait_for(lambda: not _group(command), 60, "the stopped command and its workers to be interrupted")
     with dg.DagsterInstance.from_config(str(project / ".lab" / "dagster")) as instance:
         assert dg.DagsterRunStatus.STARTED not in {r.status for r in instance.get_runs()}
-    assert _alive(running["pid"])  # the service goes on, and ends when asked (the fixture stops it)
+    assert alive(running["pid"])  # the service goes on, and ends when asked (the fixture stops it)
 
 
 def test_ctrl_z_before_the_service_names_the_command_stops_the_command_once_it_is_named(tmp_path):
@@ -376,7 +361,7 @@ def test_a_service_whose_code_changed_ends_and_the_next_command_starts_a_new_one
     stat = source.stat()
     try:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit, as the key sees it
-        wait_for(lambda: not _alive(old["pid"]), 30, "the service of the old code to end")
+        wait_for(lambda: not alive(old["pid"]), 30, "the service of the old code to end")
         assert not (services / f"lab-assets-{os.getuid()}" / f"{old['key']}.sock").exists()
         out = _lab("sweep", "run", "sweeps/s.yaml", cwd=project)
         assert out.returncode == 0 and "started the warm service" in out.stderr, out.stderr

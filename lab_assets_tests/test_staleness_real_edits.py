@@ -5,39 +5,20 @@ cells it should: the plan says so, the next run recomputes only those, and the l
 the repository's real SHA and dirty flag."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from lab_assets_tests.conftest import REPO
+from lab_assets_tests.conftest import REPO, lab_cli
+from lab_assets_tests.test_minimal_recompute import edit, git
 
 pytestmark = pytest.mark.slow  # ~2-4 min: six `lab sweep` runs in subprocesses
 
 
-def git(folder, *args) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-
-
 def lab_in(folder, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(folder)}  # the copied package, not the checkout's
-    out = subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", *args],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = lab_cli(*args, cwd=folder, timeout=600, env={"PYTHONPATH": str(folder)})  # the copied package
     assert out.returncode == 0, out.stderr
     return out
 
@@ -55,10 +36,6 @@ def mtimes(folder, asset) -> dict[str, int]:
 def embedding(folder, partition) -> pd.DataFrame:
     data, method = partition.split("|")
     return pd.read_parquet(folder / ".lab" / "assets" / "embedding" / data / f"{method}.parquet")
-
-
-def edit(path, text="\n# an edit\n"):
-    path.write_text(path.read_text() + text)
 
 
 def mtimes_flat(folder, asset) -> dict[str, int]:

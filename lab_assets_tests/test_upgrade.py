@@ -4,10 +4,8 @@ change, the results cache, checked out with `git archive`) is upgraded by this r
 (datasets stay), and records the layout version."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -42,14 +40,8 @@ def _previous_release(tmp_path):
 
 def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_changed(lab, tmp_path):
     previous = _previous_release(tmp_path)
-    old = subprocess.run(
-        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1"],
-        cwd=lab,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(previous)},
-    )
+    run = ("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1")
+    old = lab_cli(*run, cwd=lab, timeout=600, env={"PYTHONPATH": str(previous)})
     assert old.returncode == 0, old.stderr
     assert json.loads(old.stdout)["materialized"]["cells"] == 4
     assert not (lab / ".lab" / "layout.json").exists()  # the previous release recorded none
