@@ -43,6 +43,11 @@ def main() -> None:
     detected = backends.detect()
     if detected.device != "cuda":
         raise SystemExit(f"needs a CUDA device; detected {detected.describe()}")
+    if detected.peak_flops is None:  # MFU is the point of this benchmark
+        raise SystemExit(
+            f"{detected.device_name}: no bf16 peak known (no bf16, or a GPU core/backend.py's table lacks: "
+            "set LAB_PEAK_FLOPS, in FLOP/s)"
+        )
     config = TrainConfig(
         depth=8, width=768, heads=12, seq_len=512, batch=32, steps=args.steps, checkpoint_every=10_000, eval_tokens=8192
     )
