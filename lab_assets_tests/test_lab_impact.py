@@ -73,8 +73,11 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     assert stale(said["b"]) == planned(plans["b"]) == {b_cell: {"metrics"}}
     commit(lab, "neighbors edited, a second seed")
 
-    # 3. An asset module: every cell of every sweep; the Markdown says why.
-    edit(lab / "lab_assets" / "defs" / "assets" / "experiments.py")
+    # 3. An asset module's declared version (defs/step_versions.py): every cell of every sweep; the
+    #    Markdown says why.
+    declared = lab / "lab_assets" / "defs" / "step_versions.py"
+    experiments = '"lab_assets.defs.assets.experiments": ("'
+    declared.write_text(declared.read_text().replace(experiments, experiments + "new-"))
     said = impact(lab)
     why = "asset module experiments.py changed: every cell"
     assert said["a"]["reasons"] == {why: 4} and said["b"]["reasons"] == {why: 1}

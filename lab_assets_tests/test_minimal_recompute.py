@@ -76,8 +76,9 @@ def git(folder, *args) -> str:
 
 
 def edit(path):
-    """A comment appended to a source file: its code version changes, its behaviour does not."""
-    path.write_text(path.read_text() + "\n# an edit\n")
+    """A statement appended to a source file: its code version changes (a comment would not:
+    versions are by meaning, core/canonical.py), its behaviour does not."""
+    path.write_text(path.read_text() + "\nEDITED = True\n")
 
 
 def step(folder, *sweeps) -> dict[str, dict]:
@@ -208,7 +209,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
 
     # 3b. Its code edited while no sweep asks for it: the column kept in b's row would be of old
     #     code, so b's metrics row is written again without it (the other column carried).
-    lid_py.write_text(lid_py.read_text() + "\n# another edit\n")
+    lid_py.write_text(lid_py.read_text() + "\nEDITED_AGAIN = True\n")
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
     assert pending(plans["b"]) == {b_cell: {"metrics": f"column removed: {lid}"}}

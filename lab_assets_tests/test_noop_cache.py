@@ -54,7 +54,7 @@ def test_a_saved_noop_answer_never_reports_a_changed_cell_fresh(lab):
 
     # A method's code: its cells' code version changes (the package's sources are stamped).
     isomap = lab / "pkg" / "lab_assets" / "dr" / "methods" / "isomap.py"
-    isomap.write_text(isomap.read_text() + "\n# an edit\n")
+    isomap.write_text(isomap.read_text() + "\nEDITED = True\n")
     out = run(lab)
     assert out["materialized"]["cells"] == 2 and out["before"]["stale"] == 2
     answered_from_saved(lab)

@@ -234,7 +234,7 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     assert {s for c, s in after.items() if c not in stale} == {"fresh"}
     # And of the class named by import path: its cells too.
     reducers = mylab / "reducers.py"
-    reducers.write_text(reducers.read_text() + "\n# edited\n")
+    reducers.write_text(reducers.read_text() + "\nEDITED = True\n")
     stale = {c for c, s in _plan(project).items() if s == "stale"}
     assert stale == {cell for m in ("scaled", "shuffled") for _, cell in by_method[m]}
     # The first run saved its no-op answer (runner/noop_cache.py): the edits are seen through it.

@@ -93,7 +93,7 @@ def test_real_edits_stale_exactly_the_affected_cells(lab):
     swissroll = {p for p in cells if p.startswith("swissroll-")}
     assert len(pca) == 2 and len(swissroll) == 2
 
-    # A method's source (a comment: same values): its cells only.
+    # A method's source (a statement that changes no value): its cells only.
     edit(lab / "lab_assets" / "dr" / "methods" / "pca.py")
     run_and_check(lab, pca, set(), sha, dirty=True)
     git(lab, "commit", "-qam", "edit pca")

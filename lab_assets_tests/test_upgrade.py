@@ -10,7 +10,9 @@ import subprocess
 import pytest
 
 from lab_assets.core import layout
-from lab_assets_tests.conftest import REPO, lab_cli, require_tool
+from lab_assets.runtime.instance import get_instance
+from lab_assets_tests.conftest import REPO, lab_cli, lab_project, require_tool
+from lab_assets_tests.test_results_cache import _cache_metadata
 
 pytestmark = pytest.mark.slow
 
@@ -69,3 +71,38 @@ def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_ch
     again = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert again.returncode == 0 and "earlier release" not in again.stderr
     assert not any(json.loads(again.stdout)["materialized"].values())
+
+
+# The last commit whose code versions were byte digests (docs/staleness.md, "Upgrades").
+BEFORE_VERSIONS_BY_MEANING = "171c77e"
+
+
+def test_a_lab_home_of_the_release_before_versions_by_meaning_recomputes_nothing(lab, tmp_path, monkeypatch):
+    """Written by 171c77e, planned by this code: every cell and dataset fresh (the version lock and the
+    declared step versions emit the strings Dagster recorded); another lab home sharing its results
+    cache finds every embedding and metrics row there: 0 misses."""
+    git = require_tool("git", "the upgrade test checks out an earlier commit")
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    archive = subprocess.run(
+        [git, "archive", BEFORE_VERSIONS_BY_MEANING, "lab_assets"], cwd=REPO, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(previous)], input=archive.stdout, check=True)
+    run = ("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1")
+    old = lab_cli(*run, cwd=lab, timeout=600, env={"PYTHONPATH": str(previous)})
+    assert old.returncode == 0 and json.loads(old.stdout)["materialized"]["cells"] == 4, old.stderr
+
+    plan = lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert {d["status"] for d in planned["datasets"].values()} == {"fresh"}
+    assert {c["status"] for c in planned["cells"]} == {"fresh"}, planned["cells"]
+
+    team = lab_project(tmp_path / "team", monkeypatch)
+    shared = str(lab / ".lab" / "results_cache")
+    again = lab_cli(*run, cwd=team, timeout=600, env={"LAB_RESULTS_CACHE": shared})
+    assert again.returncode == 0, again.stderr
+    get_instance.cache_clear()
+    for asset in ("embedding", "metrics"):
+        found = _cache_metadata(asset)
+        assert len(found) == 4 and all(m["computed"] is False for m in found.values()), (asset, found)

@@ -3,8 +3,8 @@
 A sweep's method may say `estimator: "mylab.reducers:SparseUMAP"`: any scikit-learn-compatible
 class (`fit_transform`). It becomes a method `Entry` like a registered one: its parameters are
 its `__init__`'s keyword parameters (unknown names refused at plan time), the cell's seed goes to
-`random_state` or `seed` when the class takes one, and its code version is its module's source
-plus its distribution's version.
+`random_state` or `seed` when the class takes one, and its code version is its module by meaning
+(with its package's modules it imports, for a class of the project) plus its distribution's version.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from lab_assets.core import plugins
-from lab_assets.core.registry import Entry, RegistryError
+from lab_assets.core.registry import SCIENCE, Entry, RegistryError
 
 SEED_PARAMETERS = ("random_state", "seed")  # the first the class takes receives the cell's seed
 
@@ -72,4 +72,7 @@ def entry(path: str) -> Entry:
         description=(inspect.getdoc(cls) or "").split("\n\n")[0],
         origin=origin,
         module=cls.__module__,
+        # A class of the project (no distribution): its package's modules are its code too; an
+        # installed library's class: its module, and its distribution's version.
+        science=() if distribution else (cls.__module__.partition(".")[0], SCIENCE),
     )

@@ -3,7 +3,6 @@ the code, configuration, machine and time that produced it."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import subprocess
@@ -12,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from lab_assets.core.registry import package_version
@@ -40,14 +38,6 @@ def _git_state(folder: str) -> tuple[str, bool]:
     except (OSError, subprocess.SubprocessError):
         return "unknown", False
     return sha, dirty
-
-
-def module_version(*files: str) -> str:
-    """Code version of an asset: a digest of the source files that define it."""
-    h = hashlib.sha256()
-    for f in files:
-        h.update(Path(f).read_bytes())
-    return h.hexdigest()[:12]
 
 
 @cache
@@ -90,16 +80,24 @@ def timed() -> Iterator[Timing]:
 
 
 def provenance(
-    config: dict[str, Any], seed: int | None, code_version: str, packages: tuple[str, ...] = (), device: str = "cpu"
+    config: dict[str, Any],
+    seed: int | None,
+    code_version: str,
+    packages: tuple[str, ...] = (),
+    device: str = "cpu",
+    code_digest: str = "",
 ) -> dict[str, Any]:
     """The plain-JSON provenance stored both in Dagster metadata and in the Parquet footer.
-    `device`: what the computation ran on (`device_used`, a trainer's report), "cpu" by default."""
+    `device`: what the computation ran on (`device_used`, a trainer's report), "cpu" by default.
+    `code_digest`: the science code's digest by meaning (`Entry.code_digest`), beside the commit:
+    the same digest names the same computation in any checkout, formatted or not."""
     sha, dirty = git_state()
     return {
         "config": config,
         "seed": seed,
         "git_sha": sha,
         "git_dirty": dirty,
+        "code_digest": code_digest,
         "code_version": code_version,
         "packages": {p: package_version(p) for p in (*KEY_PACKAGES, *packages)},
         "device": device,

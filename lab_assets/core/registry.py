@@ -3,8 +3,10 @@
 An entry is one plain function. Its keyword-only parameters *are* its sweep parameters: the
 registry turns the signature into a strict pydantic model, so a sweep file is validated against
 exactly what the function accepts, with the allowed values in the error. The entry's code
-version is a digest of its module's source plus the versions of the libraries it names, so
-editing one method's file (or upgrading its library) changes only that method's version.
+version is a digest of what its code *means* (`core/canonical.py`: no comments, docstrings or
+formatting) and of the science modules it imports (under `lab_assets/dr/`, or a plugin's own
+package), plus the versions of the libraries it names: editing one method's file, or a helper
+only it imports (or upgrading its library), changes only that method's version.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import pydantic
 
-from lab_assets.core import plugins
+from lab_assets.core import canonical, plugins, version_lock
 
 RANGE = re.compile(r"(?P<open>[\[(])(?P<lo>-?(?:inf|[0-9.]+)),(?P<hi>-?(?:inf|[0-9.]+))(?P<close>[\])])")
 
 
+# Where the project's science code lives (numerical helpers, models, entries): what an entry
+# imports from here is part of its code version; the platform's plumbing (core/, defs/) is not.
+SCIENCE = "lab_assets.dr"
 BETTER = ("higher", "lower", None)  # a metric's direction (Entry.better)
 # An entry's name starts its keys (`<name>-<stem>-<digest>`): folder names, partition keys.
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -105,9 +109,17 @@ class Entry:
     # all-pairs graphs, training). A sweep starts its slow cells first, so that at its end no
     # core waits on one long cell while the other is idle (longest-first scheduling).
     slow: bool = False
-    # Modules besides the entry's own whose source is part of what it computes (an estimator
-    # kept in another module so that registering it imports nothing heavy).
+    # Modules besides the entry's own whose source is part of what it computes and that its
+    # imports do not name (its imports are followed: `science`).
     sources: tuple[str, ...] = ()
+    # The packages whose modules, where the entry's code imports them (transitively), are part of
+    # its code version: the project's science code, and a plugin's or a project estimator's own
+    # package. Empty: the entry's own module alone (a class of an installed library, whose
+    # version is in `packages`).
+    science: tuple[str, ...] = (SCIENCE,)
+    # Modules every entry of its kind receives (the metrics' shared kNN code): versioned with
+    # what they feed (a metric column), so not followed from the entry's imports.
+    received: tuple[str, ...] = ()
     # Datasets: the shape these parameters produce, known before generating (n_samples, a
     # file's header). Methods and metrics: `limits(params, shape)` names each parameter that
     # cannot work on data of that shape (n_neighbors >= points, k >= n/2, ...), so a sweep that
@@ -158,17 +170,29 @@ class Entry:
             return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
 
     @cached_property
+    def code_modules(self) -> dict[str, tuple[str, str]]:
+        """{module: (file, digest by meaning)}: the entry's own module, its `sources=` and the
+        science modules they import."""
+        # Unwrapped: a wrapper (mutmut's trampoline) lives in another module than the entry's code.
+        own = self.module or inspect.unwrap(self.fn).__module__
+        return canonical.closure([own, *self.sources], self.science, exclude=self.received)
+
+    @property
     def source_files(self) -> list[str]:
-        """The file of the entry's own code, then those of its `sources=`: what its code version digests."""
-        # Unwrapped: a wrapper (mutmut's trampoline) lives in another file than the entry's code.
-        own = source_file(self.module) if self.module else inspect.getsourcefile(inspect.unwrap(self.fn)) or ""
-        return [own, *(source_file(module) for module in self.sources)]
+        """The files its code version digests."""
+        return [f for f, _ in self.code_modules.values()]
+
+    @cached_property
+    def code_digest(self) -> str:
+        """The digest of what the entry's code means: its modules by meaning and its libraries."""
+        modules = {m: d for m, (_, d) in self.code_modules.items()}
+        return digest({"modules": modules, "packages": {p: package_version(p) for p in self.packages}}, length=12)
 
     @cached_property
     def code_version(self) -> str:
-        sources = [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in self.source_files]
-        versions = {p: package_version(p) for p in self.packages}
-        return digest({"source": sources[0] if len(sources) == 1 else sources, "packages": versions})
+        """The string its versions carry: the previous release's where the code means what it
+        meant then (`core/version_lock.py`), else `code_digest`."""
+        return version_lock.emit(f"{self.kind}/{self.name}", self.code_digest)
 
     def changed(self, params: dict[str, Any]) -> dict[str, Any]:
         """The validated parameters whose values differ from the entry's defaults: what a
@@ -198,12 +222,14 @@ _REGISTRIES: list[Registry] = []
 class Registry:
     """Name -> Entry, filled by the `@REGISTRY("name")` decorator in the package's modules and in
     the lab's plugins (`core/plugins.py`). `first`: the one positional parameter of the kind's
-    functions (`seed`, `rng`, `nb`); every sweep parameter is keyword-only."""
+    functions (`seed`, `rng`, `nb`); every sweep parameter is keyword-only. `receives`: modules
+    whose code every entry is handed (not part of each entry's code version: `Entry.received`)."""
 
-    def __init__(self, kind: str, package: str, first: str):
+    def __init__(self, kind: str, package: str, first: str, receives: tuple[str, ...] = ()):
         self.kind = kind
         self.package = package
         self.first = first
+        self.receives = receives
         self._entries: dict[str, Entry] = {}
         self._discovered = False
         _REGISTRIES.append(self)
@@ -251,6 +277,8 @@ class Registry:
                 trainable=trainable,
                 slow=slow,
                 sources=tuple(sources),
+                science=(SCIENCE,) if origin == plugins.BUILT_IN else (fn.__module__.partition(".")[0], SCIENCE),
+                received=self.receives,
                 shape=shape,
                 limits=limits,
                 description=inspect.getdoc(fn) or "",

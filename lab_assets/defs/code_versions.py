@@ -17,10 +17,18 @@ import sys
 ASSET_MODULES = ("datasets", "experiments", "metrics", "reports")
 
 
+def shared(specs) -> dict[str, str]:
+    """{file: version} of the code every metric column shares (only what `lab impact` says changed)."""
+    if hasattr(specs, "shared_metric_code"):
+        return specs.shared_metric_code()
+    from lab_assets.core.lineage import module_version  # a tree from before versions by meaning
+    from lab_assets.core.registry import source_file
+
+    return {source_file(m).rsplit("/", 1)[-1]: module_version(source_file(m)) for m in specs.SHARED_METRIC_CODE}
+
+
 def snapshot(paths: list[str]) -> dict:
     from lab_assets.core import keys
-    from lab_assets.core.lineage import module_version
-    from lab_assets.core.registry import source_file
     from lab_assets.defs.assets import specs
     from lab_assets.dr.datasets import DATASETS
     from lab_assets.dr.methods import METHODS
@@ -31,7 +39,7 @@ def snapshot(paths: list[str]) -> dict:
         "assets": {
             f"{m}.py": importlib.import_module(f"lab_assets.defs.assets.{m}").CODE_VERSION for m in ASSET_MODULES
         },
-        "shared": {source_file(m).rsplit("/", 1)[-1]: module_version(source_file(m)) for m in specs.SHARED_METRIC_CODE},
+        "shared": shared(specs),
         "sweeps": {},
         "columns": {},
         # Every registered metric's column version: a column a sweep no longer asks for stays in

@@ -26,6 +26,7 @@ def materialization_metadata(
         "seed": prov["seed"] if prov["seed"] is not None else "n/a",
         "git_sha": prov["git_sha"],
         "git_dirty": prov["git_dirty"],
+        "code_digest": prov.get("code_digest", ""),  # a row from the results cache may predate it
         "code_version": prov["code_version"],
         "packages": dg.MetadataValue.json(prov["packages"]),
         "device": prov["device"],

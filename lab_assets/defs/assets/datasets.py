@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from lab_assets.core import keys, lineage, storage
-from lab_assets.defs import checks, inflight, integrity
+from lab_assets.defs import checks, inflight, integrity, step_versions
 from lab_assets.defs.assets.specs import data_spec, data_version
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
@@ -23,7 +23,7 @@ from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS, Raw
 
 GROUP = "datasets"
-CODE_VERSION = lineage.module_version(__file__)
+CODE_VERSION = step_versions.declared(__name__)  # declared: defs/step_versions.py
 TEST_FRACTION = 0.2
 # Independent RNG streams per purpose, from the one seed in the data key: adding a draw to the
 # generator never shifts the split, and vice versa.
@@ -125,7 +125,13 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         reused = df is not None
         if not reused:
             df = raw_frame(entry(rng(config.seed, GENERATE_STREAM), **config.params), key)
-    prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION, entry.packages)
+    prov = lineage.provenance(
+        {"dataset": config.dataset, **config.params},
+        config.seed,
+        CODE_VERSION,
+        entry.packages,
+        code_digest=entry.code_digest,
+    )
     prov["generated_by"] = spec
     return _materialize(df, "raw_dataset", key, prov, t, reused=reused, n_features=df.shape[1] - 2)
 

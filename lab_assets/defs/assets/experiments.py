@@ -12,7 +12,7 @@ import pandas as pd
 
 from lab_assets.core import keys, lineage, results_cache, storage
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.defs import cached, checks, inflight, integrity
+from lab_assets.defs import cached, checks, inflight, integrity, step_versions
 from lab_assets.defs.assets.datasets import content_version, dataset, features
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.defs.metadata import materialization_metadata
@@ -21,7 +21,7 @@ from lab_assets.dr import keystore
 from lab_assets.dr.sweep import readable_labels
 
 GROUP = "experiments"
-CODE_VERSION = lineage.module_version(__file__)
+CODE_VERSION = step_versions.declared(__name__)  # declared: defs/step_versions.py
 # What an embedding table carries besides its coordinates, so it can be plotted on its own.
 CARRIED_COLUMNS = ["row", "split", "label"]
 # Per-row squared reconstruction error, for methods that can map an embedding back to data space.
@@ -124,6 +124,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         CODE_VERSION,
         entry.packages,
         lineage.device_used(estimator),
+        entry.code_digest,
     )
     if trainable:
         yield _model_result(estimator, cell, prov, t)

@@ -16,10 +16,10 @@ import pandas as pd
 
 from lab_assets.core import lineage, results_cache, storage, tracking
 from lab_assets.core.registry import digest
-from lab_assets.defs import cached, checks, inflight, integrity, metric_history
+from lab_assets.defs import cached, checks, inflight, integrity, metric_history, step_versions
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
-from lab_assets.defs.assets.specs import column_versions, metric_spec, owed_suite
+from lab_assets.defs.assets.specs import column_digest, column_versions, metric_spec, owed_suite
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
@@ -27,7 +27,7 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import MetricConfig
 from lab_assets.runtime.data_versions import last_data_version
 
-CODE_VERSION = lineage.module_version(__file__)
+CODE_VERSION = step_versions.declared(__name__)  # declared: defs/step_versions.py
 COMPUTED, CARRIED, CACHED = "computed", "carried", "cached"
 METRICS_FILE = "metrics.parquet"  # its name in a results cache entry
 
@@ -145,7 +145,8 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         **values,
     }
     df = pd.DataFrame([row])
-    prov = lineage.provenance({"metrics": list(values)}, data.seed, CODE_VERSION)
+    code = digest({m.column: column_digest(m.metric) for m in suite}, length=12)
+    prov = lineage.provenance({"metrics": list(values)}, data.seed, CODE_VERSION, code_digest=code)
     # What the next materialization compares (`previous_columns`): the value itself is in the row.
     recorded = {c: {k: v for k, v in r.items() if k != "value"} for c, r in columns.items()}
     prov = {**prov, "columns": recorded}

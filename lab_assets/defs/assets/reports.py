@@ -13,8 +13,7 @@ import pandas as pd
 
 from lab_assets.core import keys, lineage, storage
 from lab_assets.core.integrity import of_bytes
-from lab_assets.core.registry import source_file
-from lab_assets.defs import inflight, integrity
+from lab_assets.defs import inflight, integrity, step_versions
 from lab_assets.defs.assets.datasets import content_version
 from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
@@ -24,9 +23,7 @@ from lab_assets.dr import keystore, summary, tables
 from lab_assets.dr.sweep import Sweep
 
 GROUP = "reports"
-CODE_VERSION = lineage.module_version(
-    __file__, *(source_file(f"lab_assets.dr.{m}") for m in ("figures", "summary", "tables"))
-)
+CODE_VERSION = step_versions.declared(__name__)  # declared, with the figures, summary and tables: defs/step_versions.py
 ID_COLUMNS = ["partition", "data", "method", "dataset", "method_name", "seed", "n", "git_sha", "git_dirty"]
 
 

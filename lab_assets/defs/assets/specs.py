@@ -1,7 +1,7 @@
 """What to compute, as observable source assets.
 
 Dagster's code versions are per asset, not per partition. To make an edited method stale only
-its own cells, each cell's method identity (its module's source, its library versions and its
+its own cells, each cell's method identity (its code by meaning, its library versions and its
 parameters) is the *data version* of that cell's `method_spec` partition; the same holds for
 its dataset (`data_spec`, plus the content hash of a user's file) and for its metric suite
 (`metric_spec`: the columns the cell's sweeps ask for, each with its metric's code version).
@@ -17,9 +17,9 @@ from functools import cache, lru_cache
 
 import dagster as dg
 
-from lab_assets.core import key_records, keys
-from lab_assets.core.lineage import module_version
-from lab_assets.core.registry import digest, source_file
+from lab_assets.core import canonical, key_records, keys, version_lock
+from lab_assets.core.registry import SCIENCE, digest
+from lab_assets.defs import step_versions
 from lab_assets.defs.partitions import CELL, SWEEP
 from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS
@@ -28,10 +28,11 @@ from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 from lab_assets.runtime.data_versions import last_data_versions, observe
 
 GROUP = "specs"
-# Code every metric column is computed with besides its own module: the metrics step, the shared
-# kNN searches and ranks, and the ranks' numba kernels. Found without importing them.
 SUITE_RECORDS = "metric_suite"  # key records of observed metric suites, by version (content-addressed)
-SHARED_METRIC_CODE = ("lab_assets.defs.assets.metrics", "lab_assets.dr.metrics.neighbors", "lab_assets.dr.rank_kernels")
+# The shared kNN code every metric receives (and what it imports: the ranks' numba kernels), read
+# by meaning without importing it: part of every column's version, not of each metric's.
+SHARED_METRIC_CODE = METRICS.receives
+METRICS_STEP = "lab_assets.defs.assets.metrics"
 
 
 def data_version(c: DataConfig) -> str:
@@ -43,16 +44,30 @@ def method_version(c: MethodConfig) -> str:
 
 
 @lru_cache(maxsize=1)
-def _shared_metric_code() -> str:
-    return module_version(*map(source_file, SHARED_METRIC_CODE))
+def shared_metric_code() -> dict[str, str]:
+    """{file: digest by meaning} of the shared metric code (`lab impact` names the changed one)."""
+    found = canonical.closure(SHARED_METRIC_CODE, (SCIENCE,))
+    return {_file_name(f): d for f, d in found.values()}
+
+
+def _file_name(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if parts[-1] == "__init__.py" else parts[-1]
+
+
+def column_digest(metric: str) -> str:
+    """What a metric's columns are computed with, by meaning: its entry (modules, `sources=`,
+    packages), the shared kNN code and the metrics step's declared version."""
+    parts = {"metric": METRICS[metric].code_digest, "shared": shared_metric_code()}
+    return digest({**parts, "step": step_versions.declared(METRICS_STEP)}, length=12)
 
 
 @cache  # registry code versions are fixed for a process: one digest per metric
 def column_version(metric: str) -> str:
-    """The code a metric's columns are computed with: its entry (module, `sources=`, packages)
-    and the shared code. A column is recomputed when this changes, and only then (or when the
-    embedding or dataset it reads changed)."""
-    return digest({"metric": METRICS[metric].code_version, "shared": _shared_metric_code()}, length=12)
+    """The version a metric's columns carry: a column is recomputed when this changes, and only
+    then (or when the embedding or dataset it reads changed). The previous release's string
+    while the code means what it meant then (`core/version_lock.py`)."""
+    return version_lock.emit(f"column/{metric}", column_digest(metric))
 
 
 def column_versions(suite: list[MetricConfig]) -> dict[str, str]:

@@ -16,7 +16,7 @@ import dagster as dg
 
 from lab_assets.core import key_records, keys, lineage, storage
 from lab_assets.core.diverged import TrainingDiverged
-from lab_assets.core.registry import source_file
+from lab_assets.defs import step_versions
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CORPUS, STUDY, TRIAL_CELL, TRIAL_TO_CORPUS
 from lab_assets.training import corpus as corpora
@@ -24,10 +24,8 @@ from lab_assets.training import ledger
 from lab_assets.training import study as studies
 
 GROUP = "training"
-# A trial's result depends on the loop, the model and the corpus code as much as on this file.
-# (By path: torch is imported inside the asset, so loading the definitions stays light.)
-TRAINING_CODE = [source_file(f"lab_assets.training.{m}") for m in ("train", "gpt", "corpus", "config")]
-CODE_VERSION = lineage.module_version(__file__, *TRAINING_CODE)
+# Declared, with the loop, model and corpus code a trial's result depends on: defs/step_versions.py.
+CODE_VERSION = step_versions.declared(__name__)
 TRAINING_PACKAGES = ("torch",)
 
 

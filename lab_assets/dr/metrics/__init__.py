@@ -10,7 +10,9 @@ from typing import Any
 
 from lab_assets.core.registry import Registry, Shape
 
-METRICS = Registry("metric", __name__, first="nb")
+# Every metric receives the shared kNN code (`nb`): part of each column's version (`specs.column_version`),
+# not of each metric's own.
+METRICS = Registry("metric", __name__, first="nb", receives=("lab_assets.dr.metrics.neighbors",))
 
 
 def k_below_points(params: dict[str, Any], shape: Shape) -> dict[str, str]:

@@ -1,0 +1,142 @@
+"""Code versions by meaning, on real edits: the package and a plugin are copied into a temporary git
+repository, one sweep is run, and each edit of the working tree is judged by `lab sweep plan`
+(what the next run recomputes) and `lab impact --base HEAD` (what the change stales), which must
+name the same cells and assets. Formatting, comments, docstrings, blank lines, a rename in an
+asset module and a log message in core/ stale nothing; a helper, the shared kNN code, a plugin's
+helper and a changed constant stale exactly their users."""
+
+import json
+import re
+import shutil
+import subprocess
+
+from lab_assets_tests.conftest import REPO, lab_cli, require_tool
+from lab_assets_tests.test_minimal_recompute import git
+from lab_assets_tests.test_upgrade import BEFORE_VERSIONS_BY_MEANING
+
+SWEEP = """
+name: v
+data:
+  swissroll: {n_samples: 120, noise: 0.05}
+seeds: [0]
+methods:
+  pca: {}
+  diffusion_map: {n_neighbors: 10}
+  scaled: {}
+metrics:
+  trustworthiness: {k: [5]}
+"""
+PLUGIN = {
+    "__init__.py": "from plugins import scaled  # noqa: F401\n",
+    "scaled.py": '''"""A plugin method whose estimator lives in a helper module of its own package."""
+
+from lab_assets.dr.methods import METHODS
+
+
+@METHODS("scaled")
+def scaled(seed: int, *, n_components: int = 2):
+    """The first coordinates, scaled."""
+    from plugins.helper import Scaled
+
+    return Scaled(n_components)
+''',
+    "helper.py": """import numpy as np
+
+FACTOR = 2.0
+
+
+class Scaled:
+    def __init__(self, n_components):
+        self.n_components = n_components
+
+    def fit_transform(self, X):
+        return np.asarray(X)[:, : self.n_components] * FACTOR
+""",
+}
+
+
+def lab_in(folder, *args):
+    done = lab_cli(*args, cwd=folder, timeout=600, env={"PYTHONPATH": str(folder), "LAB_PLUGINS": "plugins"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def judged(folder) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, str]]:
+    """({cell: assets} the plan finds pending, {cell: assets} the impact finds stale, {cell: why})."""
+    plan = json.loads(lab_in(folder, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
+    planned = {c["partition"]: set(c["assets"]) for c in plan["cells"] if c["status"] != "fresh"}
+    (sweep,) = json.loads(lab_in(folder, "impact", "--base", "HEAD", "--json").stdout)["sweeps"]
+    stale = {c["cell"]: set(c["assets"]) & {"embedding", "metrics"} for c in sweep["stale"]}
+    why = {c["cell"]: "; ".join(dict.fromkeys(c["assets"].values())) for c in sweep["stale"]}
+    return {c: a & {"embedding", "metrics"} for c, a in planned.items()}, stale, why
+
+
+def change(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
+    ruff = require_tool("ruff", "the formatter pass is one of the edits")
+    shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    (lab / "plugins").mkdir()
+    for name, text in PLUGIN.items():
+        (lab / "plugins" / name).write_text(text)
+    (lab / "sweeps" / "v.yaml").write_text(SWEEP)
+    (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
+    git(lab, "init", "-q", "-b", "main")
+    git(lab, "add", ".")
+    git(lab, "commit", "-q", "-m", "the project")
+    lab_in(lab, "sweep", "run", "sweeps/v.yaml", "--workers", "1", "--quiet")
+    plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
+    cells = {c["partition"].split("|")[1].split("-")[0]: c["partition"] for c in plan["cells"]}
+    assert set(cells) == {"pca", "diffusion_map", "scaled"} and {c["status"] for c in plan["cells"]} == {"fresh"}
+    dr = lab / "lab_assets" / "dr"
+
+    # Nothing that can change a result, all at once, plus one changed constant in pca's entry:
+    # pca's cell alone is stale.
+    change(dr / "methods" / "diffusion_map.py", "def diffusion_map(", "# a comment\n\n\n\ndef diffusion_map(")
+    change(dr / "metrics" / "neighbors.py", '"""', '"""A docstring rewritten. ')
+    experiments = lab / "lab_assets" / "defs" / "assets" / "experiments.py"
+    experiments.write_text(re.sub(r"\bnotes\b", "library_notes", experiments.read_text()))  # keeps the outputs
+    change(lab / "lab_assets" / "core" / "results_cache.py", "is damaged; recomputing", "is damaged, so recomputed")
+    change(dr / "methods" / "pca.py", 'svd_solver="full"', 'svd_solver="covariance_eigh"')
+    style = ["--isolated", "--line-length", "60", "--config", "format.quote-style='single'"]
+    subprocess.run([ruff, "format", *style, "lab_assets", "plugins"], cwd=lab, check=True, capture_output=True)
+    assert git(lab, "status", "--porcelain").count("\n") > 50  # the formatter did rewrite the tree
+    planned, stale, why = judged(lab)
+    assert planned == stale == {cells["pca"]: {"embedding", "metrics"}}, why
+    assert why == {cells["pca"]: "method pca: code changed"}
+
+    git(lab, "checkout", "-q", "--", ".")
+    # A science helper only diffusion_map imports, the shared kNN code, a plugin's helper module.
+    change(dr / "models" / "diffusion_map.py", "import numpy as np\n", "import numpy as np\n\nEDITED = 1\n")
+    change(dr / "metrics" / "neighbors.py", "import numpy as np\n", "import numpy as np\n\nEDITED = 1\n")
+    change(lab / "plugins" / "helper.py", "FACTOR = 2.0", "FACTOR = 3.0")
+    planned, stale, why = judged(lab)
+    assert planned == stale, why
+    assert stale == {
+        cells["pca"]: {"metrics"},
+        cells["diffusion_map"]: {"embedding", "metrics"},
+        cells["scaled"]: {"embedding", "metrics"},
+    }
+    assert why == {
+        cells["pca"]: "shared metric code changed (neighbors.py): every metric",
+        cells["diffusion_map"]: "method diffusion_map: code changed",
+        cells["scaled"]: "method scaled: code changed",
+    }
+
+
+def test_the_release_before_versions_by_meaning_finds_every_cell_fresh(tmp_path):
+    """`lab impact --base 171c77e` over the project's sweeps: the strings this tree emits are those
+    171c77e emitted (the version lock, the declared step versions), so no cell is stale and every
+    results-cache identity is the same. A later change of meaning in an entry these sweeps use
+    stales its cells here, as it will in every lab home on upgrade: say so in layout.CHANGES."""
+    require_tool("git", "the base is a commit of this repository")
+    home = {"LAB_PROJECT_DIR": str(REPO), "LAB_HOME": str(tmp_path / "lab"), "DAGSTER_HOME": str(tmp_path / "dg")}
+    done = lab_cli("impact", "--base", BEFORE_VERSIONS_BY_MEANING, "--json", cwd=REPO, timeout=600, env=home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    sweeps = json.loads(done.stdout)["sweeps"]
+    assert sweeps and all(s["cells"] > 0 for s in sweeps if not s["error"])
+    assert {s["path"]: s["reasons"] for s in sweeps} == {s["path"]: {} for s in sweeps}
