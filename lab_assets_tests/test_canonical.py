@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,9 @@ def digest(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def ruff():
-    return require_tool("ruff", "the formatter whose passes must not change a digest")
+    return require_tool(
+        str(Path(sys.executable).parent / "ruff"), "the formatter whose passes must not change a digest"
+    )
 
 
 def formatted(ruff, text: str, *options: str) -> str:

@@ -9,6 +9,8 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 from lab_assets_tests.conftest import REPO, lab_cli, require_tool
 from lab_assets_tests.test_minimal_recompute import git
@@ -78,11 +80,12 @@ def change(path, old: str, new: str) -> None:
 
 
 def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
-    ruff = require_tool("ruff", "the formatter pass is one of the edits")
+    ruff = require_tool(str(Path(sys.executable).parent / "ruff"), "the formatter pass is one of the edits")
     shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
     (lab / "plugins").mkdir()
     for name, text in PLUGIN.items():
         (lab / "plugins" / name).write_text(text)
+    (lab / "sweeps" / "tiny.yaml").unlink()
     (lab / "sweeps" / "v.yaml").write_text(SWEEP)
     (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
     git(lab, "init", "-q", "-b", "main")
