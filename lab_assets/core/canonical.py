@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -120,7 +121,7 @@ def module_file(name: str) -> tuple[str, str] | None:
     top, _, rest = name.partition(".")
     loaded = sys.modules.get(top)
     if loaded is not None:
-        folders, origin = list(getattr(loaded, "__path__", None) or []), getattr(loaded, "__file__", None)
+        folders, origin = tuple(getattr(loaded, "__path__", None) or ()), getattr(loaded, "__file__", None)
     else:
         try:
             spec = find_spec(top)
@@ -128,17 +129,24 @@ def module_file(name: str) -> tuple[str, str] | None:
             return None
         if spec is None:
             return None
-        folders, origin = list(spec.submodule_search_locations or []), spec.origin
+        folders, origin = tuple(spec.submodule_search_locations or ()), spec.origin
     if not rest:
         if origin and origin.endswith(".py"):
             return origin, name if folders else name.rpartition(".")[0]
         return None
+    found = _inside(folders, rest)
+    return (found[0], name if found[1] else name.rpartition(".")[0]) if found else None
+
+
+@cache  # by the package's folders: another project's package of the same name is looked up anew
+def _inside(folders: tuple[str, ...], rest: str) -> tuple[str, bool] | None:
+    """(file, is a package) of the submodule `rest` of the package in `folders`."""
     for folder in folders:
-        base = Path(folder).joinpath(*rest.split("."))
-        if (base / "__init__.py").is_file():
-            return str(base / "__init__.py"), name
-        if base.with_suffix(".py").is_file():
-            return str(base.with_suffix(".py")), name.rpartition(".")[0]
+        base = os.path.join(folder, *rest.split("."))
+        if os.path.isfile(init := os.path.join(base, "__init__.py")):
+            return init, True
+        if os.path.isfile(base + ".py"):
+            return base + ".py", False
     return None
 
 
