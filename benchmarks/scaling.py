@@ -12,6 +12,7 @@ metric), where only the platform costs. For each size, from an empty project:
   --baseline the run too (the other code's, from its own empty project, just before).
 
     python benchmarks/scaling.py --cells 100,1000,10000 --run-up-to 1000 --baseline /tmp/base
+(`--no-baseline-run`: the baseline's no-op only, from this code's lab home.)
 Prints one JSON line per size; medians and ratios are within this run.
 """
 
@@ -56,9 +57,9 @@ def baseline_run(cells: int, baseline: Path) -> float:
         ).seconds
 
 
-def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None) -> dict:
+def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, baseline_run: bool = True) -> dict:
     out: dict = {"cells": cells, "load_before": os.getloadavg()[0]}
-    if run and baseline is not None:  # before this code's run: the two runs see similar loads
+    if run and baseline is not None and baseline_run:  # before this code's run: the two runs see similar loads
         out["run_baseline_s"] = baseline_run(cells, baseline)
         out["run_baseline_per_cell_s"] = out["run_baseline_s"] / cells
     with project(sweep_text(cells), "scaling") as (folder, env, file):
@@ -104,10 +105,13 @@ def main() -> None:
     p.add_argument("--run-up-to", type=int, default=1000, help="run (and re-run) only sweeps up to this size")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--baseline", type=Path, help="a checkout's root whose `lab` is the no-op baseline")
+    p.add_argument(
+        "--no-baseline-run", action="store_true", help="the baseline's no-op only (its run of the sweep: not timed)"
+    )
     args = p.parse_args()
     for cells in map(int, args.cells.split(",")):
         start = time.perf_counter()
-        out = measure_size(cells, cells <= args.run_up_to, args.repeats, args.baseline)
+        out = measure_size(cells, cells <= args.run_up_to, args.repeats, args.baseline, not args.no_baseline_run)
         out["part_s"] = round(time.perf_counter() - start, 1)
         print(json.dumps(out), flush=True)
 

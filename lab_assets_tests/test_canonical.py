@@ -157,3 +157,21 @@ def test_imports_are_followed_into_the_science_roots_only(tmp_path, monkeypatch)
 
     (pkg / "helpers" / "factor.py").write_text("FACTOR = 30\n")  # a helper two imports away
     assert canonical.closure(["mylab.entry"], ("mylab",))["mylab.helpers.factor"] != found["mylab.helpers.factor"]
+
+
+def test_each_entry_s_version_covers_the_science_it_imports_and_no_plumbing():
+    from lab_assets.defs.assets import specs
+    from lab_assets.dr.declarations import REGISTRIES
+    from lab_assets.dr.methods import METHODS
+    from lab_assets.dr.metrics import METRICS
+
+    entries = [e for r in REGISTRIES for e in r.entries()]
+    # The estimator module only diffusion_map imports; the kind's package (its registry and helpers).
+    assert {e.name for e in entries if "lab_assets.dr.models.diffusion_map" in e.code_modules} == {"diffusion_map"}
+    assert all("lab_assets.dr.methods" in e.code_modules for e in METHODS.entries())
+    # Plumbing enters no version unless an entry names it in `sources=` (the autoencoder's checkpoints).
+    plumbing = {m for e in entries for m in e.code_modules if not m.startswith("lab_assets.dr") and m not in e.sources}
+    assert plumbing == set()
+    # The shared kNN code is every column's, through the specs, not each metric's own.
+    assert all("lab_assets.dr.metrics.neighbors" not in e.code_modules for e in METRICS.entries())
+    assert {"neighbors.py", "rank_kernels.py"} <= set(specs.shared_metric_code())
