@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import json
 import math
@@ -55,12 +54,6 @@ def digest(obj: Any, length: int = 8) -> str:
     """Short, stable hash of a JSON-able object (keys sorted, so dict order never matters)."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def source_file(module: str) -> str:
-    """A module's source file, found without importing it: declaring a code version must not
-    pay for a heavy import (torch, matplotlib, sklearn) at definitions-load time."""
-    return importlib.util.find_spec(module).origin
 
 
 @cache  # a metadata lookup scans every installed distribution: tens of ms each time
