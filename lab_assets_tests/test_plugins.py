@@ -174,20 +174,21 @@ def test_a_project_names_its_plugins_once_in_its_pyproject(lab, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "table, problem",
+    "table, problem, command",
     [
         (
             'plugins = "labextra"',
             "[tool.lab_assets] plugins: expected a list of module names like [\"mylab.entries\"], got 'labextra'",
+            ("sweep", "run", "sweeps/tiny.yaml"),
         ),
-        ('plugin = ["labextra"]', "[tool.lab_assets] plugin: unknown key; allowed: plugins"),
-        ("plugins = [", "cannot read it as TOML: "),
+        ('plugin = ["labextra"]', "[tool.lab_assets] plugin: unknown key; allowed: plugins", ("list",)),
+        ("plugins = [", "cannot read it as TOML: ", ("list",)),
     ],
 )
-def test_a_wrong_tool_table_is_refused_in_one_line_naming_the_file(lab, monkeypatch, table, problem):
+def test_a_wrong_tool_table_is_refused_in_one_line_naming_the_file(lab, monkeypatch, table, problem, command):
     monkeypatch.delenv("LAB_PLUGINS", raising=False)
     (lab / "pyproject.toml").write_text(f'[project]\nname = "mine"\n\n[tool.lab_assets]\n{table}\n')
-    done = lab_cli("sweep", "run", "sweeps/tiny.yaml", cwd=lab)
+    done = lab_cli(*command, cwd=lab)
     assert done.returncode == 2, done.stdout + done.stderr
     first, line = done.stderr.splitlines()
     assert first == "lab: invalid project configuration"
