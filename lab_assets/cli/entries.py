@@ -3,7 +3,7 @@ comes from, its parameters (type, default), its docstring's first paragraph and,
 column name a sweep's parameters give it, its direction and range; `--json`.
 
 The same description generates docs/sweep-files.md's list of the built-in entries
-(`python -m lab_assets.cli.entries --write`; `test_entries_doc.py` fails when it is out of date)."""
+(`python -m lab_assets.cli.entries --write`; `test_docs.py` fails when it is out of date)."""
 
 from __future__ import annotations
 
