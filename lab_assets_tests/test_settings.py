@@ -203,3 +203,27 @@ def test_a_new_reader_is_on_the_page_without_being_registered():
 def test_a_reader_without_a_docstring_is_refused():
     with pytest.raises(settings_doc.UndocumentedError, match=r"gpus\(\) reads LAB_GPUS but has no docstring"):
         settings_doc.readers('GPUS = "LAB_GPUS"\n\ndef gpus():\n    return _get(GPUS)\n')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[tool.lab_assets]\nplugins = ["mylab.entries"]\n',
+        "[tool.'lab_assets']\nplugins = ['mylab.entries']\n",
+        '[tool]\nlab_assets.plugins = ["mylab.entries"]\n',
+        'tool.lab_assets = {plugins = ["mylab.entries"]}\n',
+    ],
+)
+def test_the_project_names_its_plugins_in_any_toml_form(tmp_path, monkeypatch, text):
+    monkeypatch.setenv(settings.PROJECT_DIR_VAR, str(tmp_path))
+    monkeypatch.setenv(settings.PLUGINS_VAR, "extra, mylab.entries")
+    (tmp_path / "pyproject.toml").write_text(text + '\n[project]\nname = "mylab"\ndependencies = ["lab-assets"]\n')
+    assert settings.project_plugins() == ["mylab.entries"]
+    assert settings.lab_plugins() == ["mylab.entries", "extra"]  # the project's first, each once
+
+
+def test_a_pyproject_without_a_table_of_ours_names_no_plugin(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.PROJECT_DIR_VAR, str(tmp_path))
+    assert settings.project_plugins() == []  # no pyproject.toml at all
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylab"\ndependencies = ["lab-assets>=1"]\n')
+    assert settings.project_plugins() == []
