@@ -53,3 +53,12 @@ def test_a_damaged_artifact_is_never_answered_from_the_saved_noop(lab):
         assert out["report"] != "from the saved answer"
         assert out["materialized"]["cells"] == 1 and out["before"]["fresh"] == 1, out
         assert len(storage.read_parquet(str(path))) == (120 if asset == "embedding" else 1)  # written again, whole
+
+    # The project's plugins are named in its pyproject.toml: the saved answer ends with any edit of it
+    # (a plugin named there can change which code an entry runs), and a no-op saves it again.
+    saved_answer_marked(lab)
+    (lab / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.lab_assets]\nplugins = []\n')
+    out = run(lab)
+    assert out["report"] != "from the saved answer" and out["materialized"]["cells"] == 0, out
+    saved_answer_marked(lab)
+    assert run(lab)["report"] == "from the saved answer"
