@@ -30,6 +30,8 @@ def run(lab) -> dict:
 
 def test_a_damaged_artifact_is_never_answered_from_the_saved_noop(lab):
     (lab / "sweeps" / "two.yaml").write_text(SWEEP)
+    project = lab / "pyproject.toml"
+    project.write_text('[project]\nname = "mine"\n')  # there from the start: its folder's stamp stays as it is
     ran = run(lab)
     assert ran["materialized"]["cells"] == 2
     saved_answer_marked(lab)
@@ -57,7 +59,7 @@ def test_a_damaged_artifact_is_never_answered_from_the_saved_noop(lab):
     # The project's plugins are named in its pyproject.toml: the saved answer ends with any edit of it
     # (a plugin named there can change which code an entry runs), and a no-op saves it again.
     saved_answer_marked(lab)
-    (lab / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.lab_assets]\nplugins = []\n')
+    project.write_text('[project]\nname = "mine"\n\n[tool.lab_assets]\nplugins = []\n')
     out = run(lab)
     assert out["report"] != "from the saved answer" and out["materialized"]["cells"] == 0, out
     saved_answer_marked(lab)
