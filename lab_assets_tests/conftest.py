@@ -112,6 +112,8 @@ BESIDE = {
         "test_training_model",
         "test_figures",
         "test_random_projection",
+        "test_conventions",
+        "test_docs",
     )
 }
 

@@ -20,7 +20,8 @@ from lab_assets.core import estimator_paths
 from lab_assets.core.registry import Entry, RegistryError, package_version
 from lab_assets.core.storage import asset_path, parquet_frame, parquet_provenance
 from lab_assets.defs.assets.datasets import GENERATE_STREAM, features, rng
-from lab_assets_tests.conftest import lab_cli
+from lab_assets.dr.metrics import METRICS
+from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
 PYPROJECT = """[build-system]
 requires = ["setuptools"]
@@ -140,6 +141,61 @@ def test_lab_new_writes_entries_whose_tests_pass_as_written(lab, monkeypatch):
     assert "methods.my_proj.n_components: n_components=40 needs more points than the data has (40)" in plan.stderr
 
 
+SPREAD_SWEEP = TINY_SWEEP.replace("  lid: {k: [10]}\n", "  spread: {}\n")
+
+
+def test_a_project_names_its_plugins_once_in_its_pyproject(lab, monkeypatch):
+    # Before `mylab` is installed (the module fixture below): no plugin at all is loaded at first.
+    monkeypatch.delenv("LAB_PLUGINS", raising=False)
+    (lab / "labextra.py").write_text(SPREAD)
+    (lab / "sweeps" / "spread.yaml").write_text(SPREAD_SWEEP)
+    unknown = lab_cli("sweep", "plan", "sweeps/spread.yaml", cwd=lab)
+    assert unknown.returncode == 2, unknown.stdout + unknown.stderr
+    assert unknown.stderr.splitlines()[1].endswith(
+        f"metrics.spread: unknown metric 'spread'; allowed: {', '.join(METRICS.names())}; no plugin is loaded; "
+        "a lab's own entries load from the modules named in pyproject.toml [tool.lab_assets] plugins, in "
+        "LAB_PLUGINS, or by a 'lab_assets.plugins' entry point (docs/your-own-code.md)"
+    ), unknown.stderr
+
+    (lab / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.lab_assets]\nplugins = ["labextra"]\n')
+    listed = lab_cli("list", "metrics", "--json", cwd=lab)
+    assert listed.returncode == 0, listed.stderr
+    assert {e["name"]: e["origin"] for e in json.loads(listed.stdout)["metrics"]}["spread"] == "labextra"
+    planned = lab_cli("sweep", "plan", "--json", "sweeps/spread.yaml", cwd=lab)
+    assert planned.returncode == 0, planned.stderr
+    assert len(json.loads(planned.stdout)["cells"]) == 4
+
+    (lab / "extra2.py").write_text(SPREAD.replace('"spread"', '"spread2"'))
+    with_env = lab_cli("list", "metrics", "--json", cwd=lab, env={"LAB_PLUGINS": "extra2,labextra"})
+    names = [e["name"] for e in json.loads(with_env.stdout)["metrics"]]
+    assert {"spread", "spread2"} <= set(names), (
+        "LAB_PLUGINS adds to the project's plugins, a module named twice loads once"
+    )
+
+
+@pytest.mark.parametrize(
+    "table, problem, command",
+    [
+        (
+            'plugins = "labextra"',
+            "[tool.lab_assets] plugins: expected a list of module names like [\"mylab.entries\"], got 'labextra'",
+            ("sweep", "run", "sweeps/tiny.yaml"),
+        ),
+        ('plugin = ["labextra"]', "[tool.lab_assets] plugin: unknown key; allowed: plugins", ("list",)),
+        ("plugins = [", "cannot read it as TOML: ", ("list",)),
+    ],
+)
+def test_a_wrong_tool_table_is_refused_in_one_line_naming_the_file(lab, monkeypatch, table, problem, command):
+    monkeypatch.delenv("LAB_PLUGINS", raising=False)
+    (lab / "pyproject.toml").write_text(f'[project]\nname = "mine"\n\n[tool.lab_assets]\n{table}\n')
+    done = lab_cli(*command, cwd=lab)
+    assert done.returncode == 2, done.stdout + done.stderr
+    first, line = done.stderr.splitlines()
+    assert first == "lab: invalid project configuration"
+    assert line.startswith(f"{lab / 'pyproject.toml'}: {problem}"), line
+    assert not Path(asset_path("embedding", suffix="")).exists()  # nothing ran
+
+
 def _pip(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=300
@@ -256,6 +312,8 @@ def test_lab_list_shows_plugins_with_their_origin_and_parameters(project):
         "name": "spread",
         "origin": "labextra",
         "better": None,
+        "valid_range": "[0, inf)",
+        "column": "spread@power=<power>",  # a plugin metric's column, named as the sweep names it
         "doc": "Mean distance of the embedding's points from their centroid, to a power.",
         "parameters": [{"name": "power", "type": "int", "required": False, "default": 1}],
     }

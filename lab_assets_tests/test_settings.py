@@ -4,11 +4,12 @@ of the package fails on a read of one elsewhere (writes, a child process's envir
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-from lab_assets.core import settings
+from lab_assets.core import settings, settings_doc
 
 PACKAGE = Path(settings.__file__).resolve().parents[1]
 THE_READER = PACKAGE / "core" / "settings.py"
@@ -145,3 +146,84 @@ def test_the_scan_finds_a_read(source):
 )
 def test_the_scan_leaves_writes_and_other_variables_alone(source):
     assert not reads(source), source
+
+
+# ---- docs/settings.md: generated from settings.py (core/settings_doc.py) and kept current here
+
+
+def test_docs_settings_md_is_what_settings_py_generates():
+    assert settings_doc.DOC.read_text() == settings_doc.render(), (
+        f"docs/settings.md is out of date: `{settings_doc.COMMAND}`"
+    )
+
+
+def test_every_variable_settings_py_names_has_a_documented_reader():
+    # A name read another way than `_get` in a public function (os.environ directly) would be missing from the page.
+    source = THE_READER.read_text()
+    named = {
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"LAB_[A-Z_]+|DAGSTER_HOME", node.value)
+    }
+    documented = {r.variable for r in settings_doc.readers(source)} | set(settings.TESTS_ONLY)
+    assert not named - documented, (
+        f"read these through a documented function of settings.py: {sorted(named - documented)}"
+    )
+
+
+def test_every_variable_the_tests_benchmarks_and_run_py_read_is_on_the_page():
+    repo = PACKAGE.parent
+    files = [
+        *sorted((repo / "lab_assets_tests").rglob("*.py")),
+        *sorted((repo / "benchmarks").rglob("*.py")),
+        repo / "run.py",
+    ]
+    read = {
+        name
+        for path in files
+        for _, what in reads(path.read_text())
+        for name in what.rpartition("(reads ")[2][:-1].split(", ")
+    }
+    page = settings_doc.DOC.read_text()
+    assert read, "the scan found no read at all: it is broken"
+    missing = sorted(name for name in read if f"| `{name}` |" not in page)
+    assert not missing, f"add these to settings.TESTS_ONLY (or read them through settings.py): {missing}"
+
+
+def test_a_new_reader_is_on_the_page_without_being_registered():
+    source = (
+        THE_READER.read_text()
+        + '\n\ndef gpus() -> int:\n    """LAB_GPUS: how many GPUs a run may use."""\n    return int(_get("LAB_GPUS", "1"))\n'
+    )
+    assert "| `LAB_GPUS` | `gpus()` | how many GPUs a run may use. |" in settings_doc.render(source)
+
+
+def test_a_reader_without_a_docstring_is_refused():
+    with pytest.raises(settings_doc.UndocumentedError, match=r"gpus\(\) reads LAB_GPUS but has no docstring"):
+        settings_doc.readers('GPUS = "LAB_GPUS"\n\ndef gpus():\n    return _get(GPUS)\n')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[tool.lab_assets]\nplugins = ["mylab.entries"]\n',
+        "[tool.'lab_assets']\nplugins = ['mylab.entries']\n",
+        '[tool]\nlab_assets.plugins = ["mylab.entries"]\n',
+        'tool.lab_assets = {plugins = ["mylab.entries"]}\n',
+    ],
+)
+def test_the_project_names_its_plugins_in_any_toml_form(tmp_path, monkeypatch, text):
+    monkeypatch.setenv(settings.PROJECT_DIR_VAR, str(tmp_path))
+    monkeypatch.setenv(settings.PLUGINS_VAR, "extra, mylab.entries")
+    (tmp_path / "pyproject.toml").write_text(text + '\n[project]\nname = "mylab"\ndependencies = ["lab-assets"]\n')
+    assert settings.project_plugins() == ["mylab.entries"]
+    assert settings.lab_plugins() == ["mylab.entries", "extra"]  # the project's first, each once
+
+
+def test_a_pyproject_without_a_table_of_ours_names_no_plugin(tmp_path, monkeypatch):
+    monkeypatch.setenv(settings.PROJECT_DIR_VAR, str(tmp_path))
+    assert settings.project_plugins() == []  # no pyproject.toml at all
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mylab"\ndependencies = ["lab-assets>=1"]\n')
+    assert settings.project_plugins() == []

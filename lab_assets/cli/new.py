@@ -1,7 +1,8 @@
 """`lab new method|dataset|metric NAME [--package DIR]`: a new entry of the lab's own package and
 a test that passes as written (tiny data, shape and range checks; templates: cli/scaffold.py).
 
-The default package is `plugins/` in the project folder, loaded through `LAB_PLUGINS=plugins`
+The default package is `plugins/` in the project folder, loaded through `[tool.lab_assets] plugins`
+in the project's pyproject.toml or `LAB_PLUGINS=plugins`
 (its `__init__.py` imports every module in it, so adding an entry is adding a file); a package
 of the lab's own distribution is loaded through the `lab_assets.plugins` entry point it prints.
 """
@@ -9,6 +10,7 @@ of the lab's own distribution is loaded through the `lab_assets.plugins` entry p
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 KINDS = ("method", "dataset", "metric")
@@ -26,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lab_assets.cli.scaffold import write
-    from lab_assets.core.settings import lab_plugins, resolve_path
+    from lab_assets.core.settings import lab_plugins, project_dir, resolve_path
 
     package = resolve_path(args.package or "plugins").resolve()
     written = write(args.kind, args.name, package)
@@ -36,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"test it:  python -m pytest {package / f'test_{args.name}.py'}")
     if package.name not in lab_plugins():
         modules = ",".join([*lab_plugins(), package.name])
-        print(f"load it:  export LAB_PLUGINS={modules}   (from {root}, or with {root} on PYTHONPATH)")
+        if root == project_dir():  # the project's own configuration: named once for every shell and worker
+            print(f"load it:  {root / 'pyproject.toml'}: [tool.lab_assets] plugins = {json.dumps(modules.split(','))}")
+            print(f"   or, in this shell:  export LAB_PLUGINS={modules}")
+        else:
+            print(f"load it:  export LAB_PLUGINS={modules}   (from {root}, or with {root} on PYTHONPATH)")
         print("   or, in the pyproject.toml of the lab's own distribution (then `pip install -e .`):")
         print(f'          [project.entry-points."lab_assets.plugins"]\n          {package.name} = "{package.name}"')
     print(f"then:     lab list {args.kind}s")
@@ -47,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"note: {package / '__init__.py'} exists and does not import its modules: "
             f"import {package.name}.{args.name} "
-            f"there, or name {package.name}.{args.name} in LAB_PLUGINS",
+            f"there, or name {package.name}.{args.name} in [tool.lab_assets] plugins or LAB_PLUGINS",
             file=sys.stderr,
         )
     return 0

@@ -124,22 +124,16 @@ def _print_result(args, sweep, result) -> None:
 
     if args.json:
         jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
-        print(
-            json.dumps(
-                {
-                    "sweep": sweep.name,
-                    "seconds": round(result.seconds, 3),
-                    "before": result.before.counts,
-                    "materialized": {job: result.count(job) for job in jobs},
-                    "fresh": {job: result.count(job, FRESH) for job in jobs},
-                    # computed by another command's run that this one found in flight and waited for
-                    "waited": {job: result.count(job, WAITED) for job in jobs},
-                    "failed": [o.to_json() for o in result.failed],
-                    "skipped": [o.to_json() for o in result.skipped],
-                    "report": report_folder(sweep.name),
-                },
-                indent=2,
-            )
+        _print_json(
+            sweep.name,
+            result.seconds,
+            result.before.counts,
+            materialized={job: result.count(job) for job in jobs},
+            fresh={job: result.count(job, FRESH) for job in jobs},
+            waited={job: result.count(job, WAITED) for job in jobs},
+            failed=[o.to_json() for o in result.failed],
+            skipped=[o.to_json() for o in result.skipped],
+            report=report_folder(sweep.name),
         )
     else:
         print(
@@ -181,24 +175,48 @@ def _metrics_only(result) -> int:
     return sum(o.partition in only for o in result.of(MATERIALIZED, CELLS))
 
 
+def _print_json(
+    name: str,
+    seconds: float,
+    before: dict,
+    *,
+    materialized: dict,
+    fresh: dict,
+    waited: dict,
+    failed: list,
+    skipped: list,
+    report: str,
+) -> None:
+    """`lab sweep run --json`, whichever path answered (a run, a saved no-op answer): one set of keys.
+    `waited`: computed by another command's run that this one found in flight and waited for."""
+    summary = {
+        "sweep": name,
+        "seconds": round(seconds, 3),
+        "before": before,
+        "materialized": materialized,
+        "fresh": fresh,
+        "waited": waited,
+        "failed": failed,
+        "skipped": skipped,
+        "report": report,
+    }
+    print(json.dumps(summary, indent=2))
+
+
 def _print_noop(answer: dict, as_json: bool, seconds: float) -> None:
     """A saved no-op answer, printed as a no-op run prints."""
     if as_json:
         zero = {job: 0 for job in answer["fresh"]}
-        print(
-            json.dumps(
-                {
-                    "sweep": answer["sweep"],
-                    "seconds": round(seconds, 3),
-                    "before": answer["before"],
-                    "materialized": zero,
-                    "fresh": answer["fresh"],
-                    "failed": [],
-                    "skipped": [],
-                    "report": answer["report"],
-                },
-                indent=2,
-            )
+        _print_json(
+            answer["sweep"],
+            seconds,
+            answer["before"],
+            materialized=zero,
+            fresh=answer["fresh"],
+            waited=zero,
+            failed=[],
+            skipped=[],
+            report=answer["report"],
         )
     else:
         print(_ran(answer["sweep"], 0, 0, answer["cells"], 0, seconds))

@@ -2,8 +2,9 @@
 
 A plugin is a module whose functions register with the same decorators as the built-in entries
 (`@METHODS("name")`). It is found through the `lab_assets.plugins` entry-point group of the
-installed distributions, or named in `LAB_PLUGINS` (comma-separated module names, importable from
-the project folder or the environment). Plugins are imported once per process, right after the
+installed distributions, or named by the project: `[tool.lab_assets] plugins = [...]` in its
+pyproject.toml, or `LAB_PLUGINS` (comma-separated; both importable from the project folder or the
+environment). Plugins are imported once per process, right after the
 built-in entries, so a name that clashes with a built-in is the plugin's fault, said as such.
 
 A plugin that cannot be loaded fails every command that reads a registry, before anything runs:
@@ -24,9 +25,15 @@ from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from lab_assets.core.input_files import InputError
-from lab_assets.core.settings import lab_plugins, project_dir
+from lab_assets.core.settings import PYPROJECT, TOOL_TABLE, env_plugins, project_dir, project_plugins
 
 GROUP = "lab_assets.plugins"
+PROJECT = f"{PYPROJECT} [{TOOL_TABLE}]"
+# What an error about an unknown entry name adds: the three ways a lab's own entries are loaded.
+HOW_TO_LOAD = (
+    f"a lab's own entries load from the modules named in {PROJECT} plugins, in LAB_PLUGINS, or by a "
+    f"{GROUP!r} entry point (docs/your-own-code.md)"
+)
 BUILT_IN = "built-in"
 OWN_PACKAGE = "lab_assets"
 
@@ -45,21 +52,32 @@ class EntryError(ValueError):
 @dataclass(frozen=True)
 class Plugin:
     module: str
-    via: str  # how it was found: "entry point <name> of <distribution>" or "LAB_PLUGINS"
+    via: str  # how it was found: "entry point <name> of <distribution>", PROJECT or "LAB_PLUGINS"
     distribution: str | None = None
 
 
 def declared() -> list[Plugin]:
-    """Every plugin module: the entry points of installed distributions, then LAB_PLUGINS."""
+    """Every plugin module: the entry points of installed distributions, then the project's, then LAB_PLUGINS."""
     out = [
         Plugin(ep.value.partition(":")[0].strip(), f"entry point {ep.name!r} of {ep.dist.name}", ep.dist.name)
         for ep in metadata.entry_points(group=GROUP)
     ]
-    out += [Plugin(m, "LAB_PLUGINS") for m in lab_plugins()]
+    out += named_by_project()
     once: dict[str, Plugin] = {}
     for plugin in out:  # a module named twice loads once, as the first that names it
         once.setdefault(plugin.module, plugin)
     return list(once.values())
+
+
+def named_by_project() -> list[Plugin]:
+    """The plugins the project names itself (its pyproject.toml, then LAB_PLUGINS), found from its folder."""
+    return [Plugin(m, PROJECT) for m in project_plugins()] + [Plugin(m, "LAB_PLUGINS") for m in env_plugins()]
+
+
+def loaded_summary() -> str:
+    """The plugin modules loaded and how, for an error about a name none of them provides."""
+    names = [f"{p.module} ({p.via})" for p in declared()]
+    return f"plugins loaded: {', '.join(names)}" if names else "no plugin is loaded"
 
 
 @contextmanager
@@ -145,9 +163,10 @@ def _distributions() -> dict[str, list[str]]:
 
 
 def module_files(entry_points: bool = True) -> list[str]:
-    """The source files of the plugin modules (every `.py` of a plugin package), found without
-    importing them: what a warm process must compare to see a plugin edited or replaced."""
-    plugins = declared() if entry_points else [Plugin(m, "LAB_PLUGINS") for m in lab_plugins()]
+    """The source files of the plugin modules (every `.py` of a plugin package; without `entry_points`,
+    only those the project names), found without importing them: what a warm process must compare to
+    see a plugin edited or replaced."""
+    plugins = declared() if entry_points else named_by_project()
     out: set[str] = set()
     for plugin in plugins:
         spec = _find(plugin.module)

@@ -333,7 +333,10 @@ class Registry:
             return self._entries[name]
         except KeyError:
             allowed = ", ".join(self.names())
-            raise RegistryError(f"unknown {self.kind} {name!r}; allowed: {allowed}") from None
+            # The name may be one of the lab's own that no loaded plugin provides: say how they load.
+            raise RegistryError(
+                f"unknown {self.kind} {name!r}; allowed: {allowed}; {plugins.loaded_summary()}; {plugins.HOW_TO_LOAD}"
+            ) from None
 
     def __contains__(self, name: str) -> bool:
         self._discover()

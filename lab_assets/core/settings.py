@@ -40,6 +40,14 @@ SERVICE_CHILD_VAR = "LAB_SERVICE_CHILD"  # set in a command the service runs: it
 # command's lab home sets these anew.
 PER_LAB_HOME = (STORAGE_URL_VAR, STORAGE_OPTIONS_VAR, EXECUTOR_VAR, DAGSTER_HOME_VAR, HOME_VAR)
 SERVICE_IDLE_DEFAULT_S = 1800.0
+# Read by the tests only, never by the package; named here so that docs/settings.md lists every variable.
+TESTS_ONLY = {
+    "LAB_UPDATE_SNAPSHOTS": "1: `test_snapshot.py` rewrites the definitions snapshot instead of comparing",
+    "LAB_SCREENSHOTS": "the folder `test_browser.py` writes its screenshots to (default: the test's temporary folder)",
+    "LAB_UPDATE_SCREENSHOTS": "1: `test_browser.py` refreshes the README's `docs/screenshots/*.png`",
+    "LAB_PROPERTY_EXAMPLES": "how many random examples each `test_property.py` test draws (default 60, or 30)",
+    "LAB_SKIP_GUARD_DEMO": "set by `test_skip_guard.py` in the pytest sessions it starts; not for people to set",
+}
 
 
 def _get(name: str, default: str = "") -> str:
@@ -86,7 +94,8 @@ def dagster_home() -> Path:
 
 
 def dagster_home_chosen() -> Path | None:
-    """DAGSTER_HOME as set in the environment (by the user, or by `instance.prepare_dagster_home`), unresolved."""
+    """DAGSTER_HOME as set in the environment (by the user, or by `instance.prepare_dagster_home`, which
+    copies the project's dagster.yaml there), unresolved."""
     value = _get(DAGSTER_HOME_VAR)
     return Path(value) if value else None
 
@@ -112,7 +121,7 @@ def forced_device() -> str:
 
 
 def peak_flops_override() -> float | None:
-    """LAB_PEAK_FLOPS: the device's peak bf16 FLOP/s, for a device `backend`'s table lacks."""
+    """LAB_PEAK_FLOPS: the device's peak bf16 FLOP/s for MFU, where `backend`'s table lacks it (unset: the table)."""
     value = _get("LAB_PEAK_FLOPS")
     return float(value) if value else None
 
@@ -128,17 +137,19 @@ def tracking_off() -> bool:
 
 
 def service_choice() -> str:
-    """LAB_SERVICE: "1", "0" or "" (`cli/service.enabled`)."""
+    """LAB_SERVICE: "1" runs `lab sweep run|plan`, `lab report` and `lab verify` in the warm service, "0" never;
+    unset: when stdin and stderr are terminals, on Linux (`runner/service.enabled`)."""
     return _get(SERVICE_VAR)
 
 
 def in_service_child() -> bool:
-    """This process is a command the warm service forked (LAB_SERVICE_CHILD set)."""
+    """LAB_SERVICE_CHILD: set by the warm service in a command it forked, which never hands itself over
+    again. Not for people to set."""
     return bool(_get(SERVICE_CHILD_VAR))
 
 
 def service_idle_seconds() -> float:
-    """LAB_SERVICE_IDLE: how long a warm service waits for a command before it ends."""
+    """LAB_SERVICE_IDLE: how many seconds a warm service waits for a command before it ends (default 1800)."""
     return float(_get(SERVICE_IDLE_VAR) or SERVICE_IDLE_DEFAULT_S)
 
 
@@ -182,10 +193,72 @@ def check_writable() -> None:
             raise unwritable(place, e) from None
 
 
-def lab_plugins() -> list[str]:
+def env_plugins() -> list[str]:
     """LAB_PLUGINS: comma-separated module names of the lab's own entries (importable from the
-    project folder or the environment), besides the installed `lab_assets.plugins` entry points."""
+    project folder or the environment), loaded after those the project's pyproject.toml names."""
     return [m.strip() for m in _get(PLUGINS_VAR).split(",") if m.strip()]
+
+
+PYPROJECT = "pyproject.toml"
+TOOL_TABLE = "tool.lab_assets"
+TOOL_KEYS = ("plugins",)  # a misspelt key would otherwise be ignored without a word
+
+
+class ProjectConfigError(InputError):
+    """The project's pyproject.toml cannot be read, or its [tool.lab_assets] table is wrong."""
+
+    what = "project configuration"
+
+
+def project_plugins() -> list[str]:
+    """`[tool.lab_assets] plugins = ["mylab.entries", ...]` in the project folder's pyproject.toml:
+    the lab's plugin modules, named once for every shell, CI job and worker that runs in the project."""
+    plugins = _tool_setting("plugins", [])
+    if not (isinstance(plugins, list) and all(isinstance(m, str) and m.strip() for m in plugins)):
+        raise ProjectConfigError(
+            f"{project_dir() / PYPROJECT}: [{TOOL_TABLE}] plugins: expected a list of module names "
+            f'like ["mylab.entries"], got {plugins!r}'
+        )
+    return [m.strip() for m in plugins]
+
+
+def lab_plugins() -> list[str]:
+    """Every plugin module a lab names: its pyproject.toml's, then LAB_PLUGINS (once each)."""
+    return list(dict.fromkeys([*project_plugins(), *env_plugins()]))
+
+
+def _tool_setting(name: str, default: object) -> object:
+    path = project_dir() / PYPROJECT
+    try:
+        st = path.stat()
+    except OSError:
+        return default
+    return _tool_table(str(path), st.st_mtime_ns, st.st_size).get(name, default)
+
+
+@lru_cache(maxsize=8)
+def _tool_table(path: str, mtime_ns: int, size: int) -> dict:
+    # Keyed by the file's stamp: asked before every warm-worker run and no-op answer, read once per edit.
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ProjectConfigError(f"{path}: cannot read it: {e.strerror or e}") from None
+    if b"lab_assets" not in data:  # no table of ours (a lab's usually names its dependency lab-assets)
+        return {}
+    import tomllib  # only here: ~5 ms with its parse, on the saved no-op answer's path
+
+    try:
+        table = tomllib.loads(data.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ProjectConfigError(f"{path}: cannot read it as TOML: {e}") from None
+    for part in TOOL_TABLE.split("."):
+        table = table.get(part, {})
+        if not isinstance(table, dict):
+            raise ProjectConfigError(f"{path}: [{TOOL_TABLE}] must be a table")
+    unknown = sorted(set(table) - set(TOOL_KEYS))
+    if unknown:
+        raise ProjectConfigError(f"{path}: [{TOOL_TABLE}] {unknown[0]}: unknown key; allowed: {', '.join(TOOL_KEYS)}")
+    return table
 
 
 DEFAULT = "default"  # `results_cache()`: `results_cache/` under the storage root
@@ -194,7 +267,7 @@ DEFAULT = "default"  # `results_cache()`: `results_cache/` under the storage roo
 def results_cache() -> str | None:
     """Where computed artifacts are kept by their inputs' identity (`core/results_cache.py`):
     `LAB_RESULTS_CACHE` = a URL shared by the team (`s3://team/lab-cache`, options as JSON in
-    `LAB_RESULTS_CACHE_OPTIONS`), `off` for none, unset: DEFAULT."""
+    `LAB_RESULTS_CACHE_OPTIONS`), `off` for none; unset: `results_cache/` under the storage root (DEFAULT)."""
     value = _get(RESULTS_CACHE_VAR).strip()
     if value.lower() == "off":
         return None
@@ -202,4 +275,5 @@ def results_cache() -> str | None:
 
 
 def results_cache_options() -> dict:
+    """LAB_RESULTS_CACHE_OPTIONS: JSON keyword arguments of the results cache URL's fsspec filesystem."""
     return json.loads(_get(RESULTS_CACHE_OPTIONS_VAR) or "{}")

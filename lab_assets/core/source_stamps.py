@@ -50,8 +50,9 @@ def folder(path: str | os.PathLike[str]) -> tuple:
 
 
 def plugin_sources(entry_points: bool = True) -> tuple:
-    """The lab's plugin modules (`core/plugins.py`; without `entry_points`, those of LAB_PLUGINS
-    only): code the package's own stamps do not cover, found from this process's folder."""
+    """The lab's plugin modules (`core/plugins.py`; without `entry_points`, only those the
+    project names: its pyproject.toml and LAB_PLUGINS): code the package's own stamps do not cover,
+    found from this process's folder."""
     from lab_assets.core.plugins import module_files
 
     return files(module_files(entry_points))

@@ -12,6 +12,8 @@ The state covers what decides freshness (and what the answer prints):
 - the sweep file's content (as parsed) and the terminal width of the printed tables;
 - every source file of the package and the folders of the import path (code versions: module
   digests and library versions), the project's `dagster.yaml`;
+- the plugins named: LAB_PLUGINS, and the project's `pyproject.toml` by its stamp (any edit of it
+  ends the shortcut; parsing its `[tool.lab_assets]` would cost more than the rest of the answer);
 - where things live: project, lab home, Dagster home, storage root;
 - the instance's head (`runtime/freshness/instance_head.py`): any event stored or deleted, any asset
   wiped, any dynamic partition added or removed;
@@ -33,10 +35,11 @@ from typing import TYPE_CHECKING
 
 from lab_assets.core import source_stamps
 from lab_assets.core.settings import (
+    PYPROJECT,
     dagster_home,
+    env_plugins,
     executor,
     lab_home,
-    lab_plugins,
     project_dir,
     storage_options,
     storage_url,
@@ -76,7 +79,8 @@ class NoopCache:
             "python": [sys.executable, sys.version],
             "sweep": self._sweep,
             "places": [str(p) for p in (project_dir(), lab_home(), dagster_home(), root)],
-            "env": {"storage_options": storage_options(), "executor": executor(), "plugins": lab_plugins()},
+            "env": {"storage_options": storage_options(), "executor": executor(), "plugins": env_plugins()},
+            "project_config": source_stamps.files([project_dir() / PYPROJECT]),
             "code": source_stamps.package_sources(),
             "libraries": source_stamps.installed_packages(),
             "instance_config": source_stamps.files([project_dir() / "dagster.yaml", dagster_home() / "dagster.yaml"]),
