@@ -16,14 +16,14 @@ import pandas as pd
 
 from lab_assets.core import lineage, results_cache, storage, tracking
 from lab_assets.core.registry import digest
-from lab_assets.defs import cached, checks, inflight, integrity, metric_history
+from lab_assets.defs import cached, checks, inflight, integrity, latent_table, metric_history
 from lab_assets.defs.assets.datasets import content_version, dataset, features, label_kind
 from lab_assets.defs.assets.experiments import GROUP, RECONSTRUCTION_COLUMN, cell_label, cell_of, embedding_coordinates
 from lab_assets.defs.assets.specs import column_versions, metric_spec, owed_suite
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
-from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics import METRICS, NotApplicable, neighbours_needed
 from lab_assets.dr.sweep import MetricConfig
 from lab_assets.runtime.data_versions import last_data_version
 
@@ -54,14 +54,17 @@ def stored_versions(cell: str) -> dict[str, str]:
     return {c: r.get("version", "") for c, r in recorded.items()}
 
 
-def compute_columns(suite: list[MetricConfig], table: pd.DataFrame, emb: pd.DataFrame, seed: int) -> dict[str, dict]:
+def compute_columns(
+    suite: list[MetricConfig], table: pd.DataFrame, emb: pd.DataFrame, seed: int, latent=None
+) -> dict[str, dict]:
     """{column: {value, not_applicable?, sampled?}} of `suite`, from one shared kNN search of the
-    data and one of the embedding at the largest k asked for."""
+    data and one of the embedding at the largest k asked for (`latent`: the dataset's ground
+    truth, None if it has none)."""
     from lab_assets.dr.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
 
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
-    k_max = max((m.params.get("k", 0) for m in suite), default=0)
+    k_max = max((neighbours_needed(m.params) for m in suite), default=0)
     neighborhoods = Neighborhoods(
         features(table),
         embedding_coordinates(emb),
@@ -70,6 +73,7 @@ def compute_columns(suite: list[MetricConfig], table: pd.DataFrame, emb: pd.Data
         seed=seed,
         split=table["split"].to_numpy(),
         reconstruction=recon,
+        latent=latent,
     )
     out: dict[str, dict] = {}
     for m in suite:
@@ -125,7 +129,7 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         path, df, prov = cached.restore(hit, METRICS_FILE, storage.asset_path("metrics", cell))
         return _result(df, prov, t, path, suite, cell_sweeps, data, method, {}, {}, hit)
     with lineage.timed() as t:
-        computed = compute_columns(todo, table, emb, data.seed) if todo else {}
+        computed = compute_columns(todo, table, emb, data.seed, latent_table.latent(data)) if todo else {}
     columns = {
         m.column: {**(carried.get(m.column) or computed[m.column]), "version": versions[m.column], "inputs": inputs}
         for m in suite
