@@ -198,3 +198,55 @@ def test_report_says_how_to_add_the_controls(lab):
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
     assert "add `random: {}` and `true_latent: {}` under `methods:` in sweeps/nc.yaml" in text
+
+
+def test_summary_scaled_mean_and_sd_over_seeds():
+    from lab_assets.dr import summary, tables
+
+    sweep = parse_sweep(
+        "name: s\ndata:\n  swissroll: {n_samples: 100}\nseeds: [0, 1]\nmethods:\n  pca: {}\n  random: {}\n"
+        "  true_latent: {}\nmetrics:\n  rnx: {k: 5}\n  mrre: {k: 5}\n  lid: {k: 5}\n",
+        "s.yaml",
+    )
+    m = {c.method: c.key for c in sweep.methods}
+    d0, d1 = (d.key for d in sweep.data)
+    values = {  # (rnx higher, mrre lower, lid descriptive) per (data key, method)
+        (d0, "pca"): (0.5, 0.3, 2.0),
+        (d0, "random"): (0.0, 0.5, 1.0),
+        (d0, "true_latent"): (1.0, 0.1, 1.5),
+        (d1, "pca"): (0.8, 0.2, 2.5),
+        (d1, "random"): (0.2, 0.6, 1.0),
+        (d1, "true_latent"): (0.6, 0.2, 1.5),
+    }
+    cells = pd.DataFrame(
+        [
+            {
+                "data": d,
+                "method": m[name],
+                "seed": sweep.data[[x.key for x in sweep.data].index(d)].seed,
+                "rnx@k=5": v[0],
+                "mrre@direction=data,k=5": v[1],
+                "lid@k=5,space=embedding": v[2],
+            }
+            for (d, name), v in values.items()
+        ]
+    )
+    table = summary.summarize(sweep, cells).set_index(["method", "metric"])
+    rnx = [(0.5 - 0.0) / (1.0 - 0.0), (0.8 - 0.2) / (0.6 - 0.2)]  # 0.5 and 1.5: past the truth is past 1
+    mrre = [(0.3 - 0.5) / (0.1 - 0.5), (0.2 - 0.6) / (0.2 - 0.6)]
+    assert table.loc[(m["pca"], "rnx@k=5"), "scaled"] == pytest.approx(np.mean(rnx))
+    assert table.loc[(m["pca"], "rnx@k=5"), "scaled_sd"] == pytest.approx(np.std(rnx, ddof=1))
+    assert table.loc[(m["pca"], "mrre@direction=data,k=5"), "scaled"] == pytest.approx(np.mean(mrre))
+    assert (
+        table.loc[(m["random"], "rnx@k=5"), "scaled"] == 0 and table.loc[(m["true_latent"], "rnx@k=5"), "scaled"] == 1
+    )
+    assert table.xs("lid@k=5,space=embedding", level="metric")["scaled"].isna().all()
+    text = tables.summary_text(summary.summarize(sweep, cells), pd.DataFrame(columns=summary.COMPARISON_COLUMNS))
+    assert controls.LEGEND in " ".join(text.split()) and "[1.00]" in text and "[0.00]" in text
+
+    without = parse_sweep(
+        "name: s\ndata:\n  swissroll: {n_samples: 100}\nseeds: [0, 1]\nmethods:\n  pca: {}\n  random: {}\n"
+        "metrics:\n  rnx: {k: 5}\n",
+        "s.yaml",
+    )
+    assert summary.summarize(without, cells[cells["method"].isin([m["pca"], m["random"]])])["scaled"].isna().all()

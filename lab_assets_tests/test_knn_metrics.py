@@ -6,6 +6,7 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics.ground_truth import GroundTruthNeighborhoods
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets_tests.conftest import require_module
 
@@ -141,7 +142,7 @@ def with_truth(data, k_max):
     from lab_assets.dr.latents import Latent
 
     X, Z = data
-    return Neighborhoods(X, Z, k_max=k_max, labels=(X[:, 0] > 0).astype(np.int64), latent=Latent(X[:, :3]))
+    return GroundTruthNeighborhoods(X, Z, k_max=k_max, labels=(X[:, 0] > 0).astype(np.int64), latent=Latent(X[:, :3]))
 
 
 def test_sharing_is_exact(data):

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics.ground_truth import GroundTruthNeighborhoods
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 KS = [1, 4, 10, 25]
@@ -356,7 +357,7 @@ def test_geodesic_distance_correlation_is_spearman_of_true_and_embedded_distance
     params = {"n_samples": 150} if dataset == "swissroll" else {"n_dim": 5, "n_branch": 3, "branch_length": 50}
     raw, latent = latent_of(dataset, **params)
     Z = raw.X[:, :2]  # a poor embedding: a projection
-    nb = Neighborhoods(raw.X, Z, k_max=10, latent=latent)
+    nb = GroundTruthNeighborhoods(raw.X, Z, k_max=10, latent=latent)
     i, j = np.triu_indices(len(Z), 1)  # 11,175 pairs: all of them
     expected = spearman(latent.distances(i, j), all_pair_distances(Z))
     assert METRICS["geodesic_distance_correlation"](nb) == pytest.approx(expected, abs=1e-12)
@@ -369,7 +370,7 @@ def test_geodesic_correlation_with_tied_true_distances():
     grid = np.array([(a, b) for a in range(10) for b in range(10)], dtype=float)
     g = np.random.default_rng(0)
     Z = grid + 0.4 * g.normal(size=grid.shape)
-    nb = Neighborhoods(grid, Z, k_max=5, latent=Latent(grid))
+    nb = GroundTruthNeighborhoods(grid, Z, k_max=5, latent=Latent(grid))
     expected = spearman(all_pair_distances(grid), all_pair_distances(Z))
     assert METRICS["geodesic_distance_correlation"](nb) == pytest.approx(expected, abs=1e-12)
 
@@ -378,7 +379,7 @@ def test_geodesic_correlation_with_tied_true_distances():
 def test_latent_knn_preservation_counts_true_neighbours_kept(k):
     raw, latent = latent_of("saddle", n_samples=120, noise=0.1)
     Z = raw.X[:, [0, 2]]
-    nb = Neighborhoods(raw.X, Z, k_max=20, latent=latent)
+    nb = GroundTruthNeighborhoods(raw.X, Z, k_max=20, latent=latent)
     rt, rz = rank_matrix(latent.coords), rank_matrix(Z)
     n = len(Z)
     kept = [

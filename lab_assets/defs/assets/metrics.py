@@ -60,12 +60,12 @@ def compute_columns(
     """{column: {value, not_applicable?, sampled?}} of `suite`, from one shared kNN search of the
     data and one of the embedding at the largest k asked for (`latent`: the dataset's ground
     truth, None if it has none)."""
-    from lab_assets.dr.metrics.neighbors import Neighborhoods  # sklearn + numba: only where used
+    from lab_assets.dr.metrics.ground_truth import GroundTruthNeighborhoods  # sklearn + numba: only where used
 
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
     k_max = max((neighbours_needed(m.params) for m in suite), default=0)
-    neighborhoods = Neighborhoods(
+    neighborhoods = GroundTruthNeighborhoods(
         features(table),
         embedding_coordinates(emb),
         k_max,

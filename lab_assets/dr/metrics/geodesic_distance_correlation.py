@@ -10,18 +10,17 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lab_assets.dr.latents import missing
-from lab_assets.dr.metrics import METRICS, NotApplicable
+from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics.ground_truth import ground_truth
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets.dr.metrics.spearman_distance_correlation import pair_distances, refuse_constant, sampled_pairs
 
 
 def geodesic_distance_correlation(nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000) -> float:
     """Spearman correlation of true geodesic vs embedding distances over a seeded sample of pairs."""
-    if nb.latent is None:
-        raise NotApplicable(missing("geodesic_distance_correlation"))
+    latent = ground_truth(nb, "geodesic_distance_correlation").latent
     i, j = sampled_pairs(nb, n_pairs, "geodesic_distance_correlation")
-    truth, dz = nb.latent.distances(i, j), pair_distances(nb.Z, i, j)
+    truth, dz = latent.distances(i, j), pair_distances(nb.Z, i, j)
     for d, space in [(truth, "latent"), (dz, "embedding")]:
         refuse_constant(d, space, "geodesic_distance_correlation")
     from scipy.stats import spearmanr  # imported on use: registering the entry must stay cheap

@@ -10,17 +10,16 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
-from lab_assets.dr.latents import missing
-from lab_assets.dr.metrics import METRICS, NotApplicable, k_below_points
+from lab_assets.dr.metrics import METRICS, k_below_points
+from lab_assets.dr.metrics.ground_truth import ground_truth
 from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
 
 
 def latent_knn_preservation(nb: Neighborhoods, *, k: Annotated[int, Field(ge=1)]) -> float:
     """Mean fraction of the k true-latent neighbours kept among the k embedding neighbours."""
-    if nb.latent is None:
-        raise NotApplicable(missing("latent_knn_preservation"))
+    truth = ground_truth(nb, "latent_knn_preservation")
     nb.check_k(k)
-    pos = positions(nb.emb_idx[:, :k], nb.latent_idx[:, :k])
+    pos = positions(nb.emb_idx[:, :k], truth.latent_idx[:, :k])
     return float(np.count_nonzero(pos, axis=1).mean() / k)
 
 

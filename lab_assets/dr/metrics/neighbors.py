@@ -27,7 +27,7 @@ class Neighborhoods:
     increasing euclidean distance.
     """
 
-    def __init__(self, X, Z, k_max: int, labels=None, seed: int = 0, split=None, reconstruction=None, latent=None):
+    def __init__(self, X, Z, k_max: int, labels=None, seed: int = 0, split=None, reconstruction=None):
         X = _as_points(X, "X (data)")
         Z = _as_points(Z, "Z (embedding)")
         if X.shape[0] != Z.shape[0]:
@@ -46,11 +46,6 @@ class Neighborhoods:
         # Each row's "train"/"test" split and, for methods that can invert, its squared
         # reconstruction error (None otherwise), for metrics that are not about neighbours.
         self.split, self.reconstruction = split, reconstruction
-        # The dataset's ground truth (`dr/latents.Latent`, None if it has none), for the metrics
-        # that compare with it.
-        if latent is not None and latent.coords.shape[0] != n:
-            raise ValueError(f"the latent coordinates have {latent.coords.shape[0]} rows for {n} points")
-        self.latent = latent
         # What the last metric subsampled (None: every point): the metrics asset records it.
         self.sampled: dict | None = None
         self.data_idx, self.data_dist = _knn(X, self.k_max)
@@ -83,11 +78,6 @@ class Neighborhoods:
     def emb_rank(self, rows, cols) -> np.ndarray:
         """Rank of point cols[t] among the embedding-space neighbours of rows[t] (1 = nearest)."""
         return _rank(self.Z, rows, cols)
-
-    @cached_property
-    def latent_idx(self) -> np.ndarray:
-        """(n, k_max): each point's nearest neighbours in the true latent coordinates."""
-        return _knn(_as_points(self.latent.coords, "latent coordinates"), self.k_max)[0]
 
     @cached_property
     def emb_nbrs_data_rank(self) -> np.ndarray:
