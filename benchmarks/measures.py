@@ -40,7 +40,7 @@ def measure(n: int, k: int) -> list[dict]:
     from lab_assets.dr.latents import Latent
     from lab_assets.dr.metrics import METRICS
     from lab_assets.dr.metrics.coranking import EXACT_MAX_POINTS
-    from lab_assets.dr.metrics.ground_truth import GroundTruthNeighborhoods
+    from lab_assets.dr.metrics.latent_neighborhoods import GroundTruthNeighborhoods
 
     X, Z, y = make_data(n)
     rows = []

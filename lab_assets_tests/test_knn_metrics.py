@@ -6,7 +6,7 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 from lab_assets.dr.metrics import METRICS
-from lab_assets.dr.metrics.ground_truth import GroundTruthNeighborhoods
+from lab_assets.dr.metrics.latent_neighborhoods import GroundTruthNeighborhoods
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets_tests.conftest import require_module
 

@@ -93,7 +93,7 @@ def width() -> int:
 def print_report(sweep, cells: bool = False) -> None:
     """The seed-aggregated summary (or, with `cells`, the per-cell table), readable at 100 columns."""
     from lab_assets.core import storage
-    from lab_assets.dr import controls, latents, tables
+    from lab_assets.dr import controls, ground_truth, tables
     from lab_assets.runner.sweeps import report_folder
 
     out = report_folder(sweep.name)
@@ -111,7 +111,9 @@ def print_report(sweep, cells: bool = False) -> None:
             summary["better"].notna().any()
             and controls.control_keys([(m.method, m.key) for m in sweep.methods]) is None
         ):
-            print("\n" + "\n".join(textwrap.wrap(controls.how_to_add(sweep.source, latents.with_latents()), width())))
+            print(
+                "\n" + "\n".join(textwrap.wrap(controls.how_to_add(sweep.source, ground_truth.with_latents()), width()))
+            )
     print(
         f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
         "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png"

@@ -3,30 +3,32 @@ the dataset's (`assets/latent/<data key>.parquet`), written the first time a ste
 `true_latent` embedding, a ground-truth metric) and read afterwards.
 
 Not an asset of its own: the dataset's table, data version and cells stay exactly as they were
-without it, and it is a function of what the dataset's file is (its entry's version and seed) plus
-the latent function's module.
+without it. The file is a function of what the dataset's file is (the step passes the dataset's
+`generated_by` and the generator its entry was given) plus the latent function's module.
 """
 
 import inspect
 
+import numpy as np
+
 from lab_assets.core import lineage, storage
-from lab_assets.defs.assets.datasets import GENERATE_STREAM, generated_by, rng
-from lab_assets.dr import latents
+from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.sweep import DataConfig
 
 
-def latent(config: DataConfig) -> latents.Latent | None:
-    """The data key's latent (None for a dataset without ground truth)."""
-    if not latents.has_latents(config.dataset):
+def latent(config: DataConfig, rng: np.random.Generator, generated_by: str) -> latents.Latent | None:
+    """The data key's latent (None for a dataset without ground truth), from `rng`, the generator
+    the dataset's entry is given, when not already on file for the same `generated_by`."""
+    if not ground_truth.has_latents(config.dataset):
         return None
     path = storage.asset_path("latent", config.key)
-    spec = f"{generated_by(config)}|{lineage.module_version(inspect.getsourcefile(latents.LATENTS[config.dataset]))}"
+    spec = f"{generated_by}|{lineage.module_version(inspect.getsourcefile(latents.LATENTS[config.dataset]))}"
     try:
         df, prov = storage.read_parquet_with_provenance(path)
         if prov.get("generated_by") == spec:
             return latents.Latent.from_table(df, prov["geodesic"])
     except storage.UnreadableFileError:  # missing or damaged: generate it
         pass
-    found = latents.generate(config.dataset, rng(config.seed, GENERATE_STREAM), config.params)
+    found = ground_truth.generate(config.dataset, rng, config.params)
     storage.write_parquet(path, found.table(), {"generated_by": spec, "geodesic": found.geodesic})
     return found

@@ -88,35 +88,3 @@ def _rowwise(A: np.ndarray, i: np.ndarray, j: np.ndarray, fn) -> np.ndarray:
     for s in range(0, i.size, step):
         out[s : s + step] = fn(A[i[s : s + step]], A[j[s : s + step]])
     return out
-
-
-def has_latents(dataset: str) -> bool:
-    """Whether the registered dataset carries ground truth."""
-    from lab_assets.dr.datasets import DATASETS
-
-    DATASETS.names()  # imports every dataset module, so LATENTS is complete
-    return dataset in LATENTS
-
-
-def with_latents() -> list[str]:
-    """The datasets that carry ground truth, by name (for messages)."""
-    from lab_assets.dr.datasets import DATASETS
-
-    return [name for name in DATASETS.names() if name in LATENTS]
-
-
-def generate(dataset: str, rng: np.random.Generator, params: dict) -> Latent:
-    """The dataset's latent, from the same generator its entry is given."""
-    if not has_latents(dataset):
-        raise ValueError(
-            f"dataset {dataset!r} has no ground-truth latent coordinates; these do: {', '.join(with_latents())}"
-        )
-    return LATENTS[dataset](rng, **params)
-
-
-def missing(what: str) -> str:
-    """The reason a ground-truth measure or control has no value on a dataset without latents."""
-    return (
-        f"{what} needs ground-truth latent coordinates, and this dataset has none "
-        f"(datasets with them: {', '.join(with_latents())})"
-    )

@@ -22,7 +22,7 @@ from pydantic import Field
 from lab_assets.core import estimator_paths, keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
-from lab_assets.dr import latents
+from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import METHODS
 from lab_assets.dr.metrics import METRICS
@@ -138,7 +138,7 @@ class Sweep:
         controls = [m.key for m in self.methods if m.method == TRUE_LATENT and m.estimator is None]
         if not controls:
             return []
-        return [(d.key, m) for d in self.data if not latents.has_latents(d.dataset) for m in controls]
+        return [(d.key, m) for d in self.data if not ground_truth.has_latents(d.dataset) for m in controls]
 
     def contains(self, data_key: str, method_key: str) -> bool:
         """Whether (data_key, method_key) is one of the cells: the grid is every data key with
@@ -372,10 +372,10 @@ def _ground_truth(data: list, methods: list, metrics: list) -> list[str]:
     Where some have them, the others' cells are not declared (`true_latent`) or their values are
     null with the reason (metrics), as for any metric that does not apply to a cell."""
     lines = []
-    if not any(latents.has_latents(name) for name, *_ in data):
+    if not any(ground_truth.has_latents(name) for name, *_ in data):
         names = ", ".join(dict.fromkeys(name for name, *_ in data))
         why = f"needs ground-truth latent coordinates, and no dataset of the sweep ({names}) has them"
-        known = f"datasets with them: {', '.join(latents.with_latents())}"
+        known = f"datasets with them: {', '.join(ground_truth.with_latents())}"
         lines += [f"methods.{n}: {why} ({known})" for n, _, _, _, e in methods if n == TRUE_LATENT and e is None]
         lines += [f"metrics.{n}: {why} ({known})" for n, *_ in metrics if n in latents.MEASURES]
     if all(name == "file" and params.get("label_column") is None for name, params, *_ in data):

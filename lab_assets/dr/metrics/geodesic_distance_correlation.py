@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import Field
 
 from lab_assets.dr.metrics import METRICS
-from lab_assets.dr.metrics.ground_truth import ground_truth
+from lab_assets.dr.metrics.latent_neighborhoods import ground_truth
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets.dr.metrics.spearman_distance_correlation import pair_distances, refuse_constant, sampled_pairs
 

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import Field
 
 from lab_assets.dr.metrics import METRICS, k_below_points
-from lab_assets.dr.metrics.ground_truth import ground_truth
+from lab_assets.dr.metrics.latent_neighborhoods import ground_truth
 from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
 
 

@@ -6,7 +6,8 @@ from functools import cached_property
 
 import numpy as np
 
-from lab_assets.dr.latents import Latent, missing
+from lab_assets.dr.ground_truth import missing
+from lab_assets.dr.latents import Latent
 from lab_assets.dr.metrics import NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods, _as_points, _knn
 
