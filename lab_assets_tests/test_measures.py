@@ -293,14 +293,16 @@ def test_saddle_and_hypersphere_are_their_latents_mapped():
     np.testing.assert_allclose(all_pair_distances(raw.X), all_pair_distances(latent.coords), atol=1e-12)
 
 
-def test_dla_tree_is_phates_generator():
+@pytest.mark.parametrize("n_dim, n_branch, branch_length", [(10, 5, 30), (3, 30, 3)])
+def test_dla_tree_is_phates_generator(n_dim, n_branch, branch_length):
     phate_tree = pytest.importorskip("phate.tree")
     from lab_assets.dr.datasets import DATASETS
 
     rng = np.random.default_rng([5, 0])
     seed = int(np.random.default_rng([5, 0]).integers(2**32 - 1, dtype=np.uint64))  # sklearn_random_state's draw
-    raw = DATASETS["dla_tree"](rng, **DATASETS["dla_tree"].validate({"n_dim": 10, "n_branch": 5, "branch_length": 30}))
-    M, C = phate_tree.gen_dla(n_dim=10, n_branch=5, branch_length=30, seed=seed)
+    params = {"n_dim": n_dim, "n_branch": n_branch, "branch_length": branch_length}
+    raw = DATASETS["dla_tree"](rng, **DATASETS["dla_tree"].validate(params))
+    M, C = phate_tree.gen_dla(**params, seed=seed)
     np.testing.assert_array_equal(raw.X, M)
     np.testing.assert_array_equal(raw.labels, C)
 
@@ -375,3 +377,13 @@ def test_ground_truth_measures_are_null_with_the_reason_without_latents(data):
     for name, params in [("geodesic_distance_correlation", {}), ("latent_knn_preservation", {"k": 5})]:
         with pytest.raises(NotApplicable, match=f"{name} needs ground-truth latent coordinates.*swissroll"):
             METRICS[name](nb, **params)
+
+
+def test_exact_counts_do_not_depend_on_the_block_size(data, monkeypatch):
+    from lab_assets.dr.metrics import coranking
+
+    X, Z, _ = data
+    whole = coranking.exact_co_neighbours(X, Z)
+    monkeypatch.setattr(coranking, "_BLOCK", 3 * len(X))  # three rows a block
+    np.testing.assert_array_equal(coranking.exact_co_neighbours(X, Z), whole)
+    assert whole[-1] == len(X) * (len(X) - 1)  # at K = n - 1 every point is everyone's neighbour
