@@ -8,6 +8,8 @@ rank rows computed a block at a time (O(n^2 log n) time, O(block * n) memory: ne
 matrix), which is allowed up to `EXACT_MAX_POINTS`.
 """
 
+import weakref
+
 import numpy as np
 
 from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
@@ -16,17 +18,23 @@ from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
 EXACT_MAX_POINTS = 5000
 # Elements (float64) of one block of rows x points (~8 MB per array).
 _BLOCK = 1 << 20
+# Each neighbourhoods' counts at its k_max, while it lives.
+_COUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def co_neighbours(nb: Neighborhoods, k: int) -> np.ndarray:
-    """counts[K - 1] for K = 1..k from the shared kNN lists (k <= nb.k_max)."""
+    """counts[K - 1] for K = 1..k from the shared kNN lists (k <= nb.k_max). Counted once per
+    neighbourhoods at their k_max (a pair is in both K-lists for every K from the larger of its
+    two positions on), so rnx, lcmc and rnx_auc at any k share one pass."""
     nb.check_k(k)
-    # Embedding position (1-based, 0 = absent) of each of the k data neighbours: the pair is in
-    # both K-neighbourhoods from K = max(data position, embedding position) on.
-    emb_pos = positions(nb.data_idx[:, :k], nb.emb_idx[:, :k])
-    data_pos = np.broadcast_to(np.arange(1, k + 1), emb_pos.shape)
-    both = np.maximum(data_pos, emb_pos)[emb_pos > 0]
-    return np.cumsum(np.bincount(both, minlength=k + 1)[1:])
+    if nb not in _COUNTS:
+        # Embedding position (1-based, 0 = absent) of each data neighbour: the pair is in both
+        # K-neighbourhoods from K = max(data position, embedding position) on.
+        emb_pos = positions(nb.data_idx, nb.emb_idx)
+        data_pos = np.broadcast_to(np.arange(1, nb.k_max + 1), emb_pos.shape)
+        both = np.maximum(data_pos, emb_pos)[emb_pos > 0]
+        _COUNTS[nb] = np.cumsum(np.bincount(both, minlength=nb.k_max + 1)[1:])
+    return _COUNTS[nb][:k]
 
 
 def exact_co_neighbours(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
