@@ -14,7 +14,7 @@ import numpy as np
 
 from lab_assets.dr.metrics.neighbors import Neighborhoods, positions
 
-# The exact all-K count sorts n rows of n distances per space: ~10 s at 5,000 points on 2 cores.
+# The exact all-K count sorts n rows of n distances per space: 13 s at 5,000 points (2 loaded cores).
 EXACT_MAX_POINTS = 5000
 # Elements (float64) of one block of rows x points (~8 MB per array).
 _BLOCK = 1 << 20
