@@ -131,6 +131,13 @@ def test_a_mixed_sweep_declares_no_true_latent_cell_without_latents():
     assert (torus, by_method["true_latent"]) not in sweep.cells and len(sweep.cells) == 3
     assert (swissroll, by_method["true_latent"]) in sweep.cells
     assert not sweep.contains(torus, by_method["true_latent"]) and sweep.contains(torus, by_method["pca"])
+    from lab_assets.dr import summary
+
+    empty = pd.DataFrame(columns=["data", "method", "seed", "rnx@k=5"])
+    rows = summary.summarize(sweep, empty)
+    assert (
+        len(rows) == 3 and not ((rows["dataset_label"] == "torus") & (rows["method"] == by_method["true_latent"])).any()
+    )
 
 
 GEOMETRY = """

@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
 
 
 def run_plan(args) -> int:
-    from lab_assets.dr.sweep import TRUE_LATENT, load_sweep
+    from lab_assets.dr.methods.true_latent import NAME as TRUE_LATENT
+    from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.sweeps import plan as make_plan
 
     plan = make_plan(load_sweep(args.file), args.verify)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-NEGATIVE, POSITIVE = "random", "true_latent"
+from lab_assets.dr.methods import random_embedding, true_latent
+
+NEGATIVE, POSITIVE = random_embedding.NAME, true_latent.NAME
 LEGEND = f"[scaled]: control-scaled score, 0 = {NEGATIVE}, 1 = {POSITIVE} (per data key and seed, mean over seeds)"
 
 

@@ -90,9 +90,12 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
     cells = cells.assign(data_config=cells["data"].map(config_key)) if len(cells) else cells.assign(data_config=[])
     scaled = _scaled(sweep, cells)
     configs = list(dict.fromkeys(d.config_key for d in sweep.data))
+    declared = {(config_key(d), m) for d, m in sweep.cells}  # not `true_latent` where there are no latents
     rows = []
     for dc in configs:
         for m in sweep.methods:
+            if (dc, m.key) not in declared:
+                continue
             sub = cells[(cells["data_config"] == dc) & (cells["method"] == m.key)]
             for metric in sweep.metrics:
                 col = metric.column

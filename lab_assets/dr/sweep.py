@@ -24,13 +24,12 @@ from lab_assets.core.input_files import InputError, field_name, pydantic_lines, 
 from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
 from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.datasets import DATASETS
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, true_latent
 from lab_assets.dr.metrics import METRICS
 
 KEY_DIGEST_LENGTH = 6
 # Metrics that read class labels: refused at plan time on a sweep whose datasets have none.
 LABEL_MEASURES = ("neighborhood_hit",)
-TRUE_LATENT = "true_latent"  # the positive control: its cells exist only on datasets with latents
 RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
 ESTIMATOR = "estimator"  # reserved key in a method's entry: a class by import path (core/estimator_paths.py)
 
@@ -135,7 +134,7 @@ class Sweep:
     def undeclared(self) -> list[tuple[str, str]]:
         """The grid's cells that are not cells: the positive control `true_latent` on a dataset
         without ground-truth latents (nothing to embed), in a sweep whose other datasets have them."""
-        controls = [m.key for m in self.methods if m.method == TRUE_LATENT and m.estimator is None]
+        controls = [m.key for m in self.methods if m.method == true_latent.NAME and m.estimator is None]
         if not controls:
             return []
         return [(d.key, m) for d in self.data if not ground_truth.has_latents(d.dataset) for m in controls]
@@ -376,7 +375,7 @@ def _ground_truth(data: list, methods: list, metrics: list) -> list[str]:
         names = ", ".join(dict.fromkeys(name for name, *_ in data))
         why = f"needs ground-truth latent coordinates, and no dataset of the sweep ({names}) has them"
         known = f"datasets with them: {', '.join(ground_truth.with_latents())}"
-        lines += [f"methods.{n}: {why} ({known})" for n, _, _, _, e in methods if n == TRUE_LATENT and e is None]
+        lines += [f"methods.{n}: {why} ({known})" for n, _, _, _, e in methods if n == true_latent.NAME and e is None]
         lines += [f"metrics.{n}: {why} ({known})" for n, *_ in metrics if n in latents.MEASURES]
     if all(name == "file" and params.get("label_column") is None for name, params, *_ in data):
         lines += [

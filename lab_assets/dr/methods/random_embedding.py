@@ -19,7 +19,10 @@ class GaussianEmbedding:
         return np.random.default_rng(self.seed).standard_normal((np.shape(X)[0], self.n_components))
 
 
-@METHODS("random")
+NAME = "random"
+
+
+@METHODS(NAME)
 def random(seed: int, *, n_components: Annotated[int, Field(ge=1)] = 2) -> GaussianEmbedding:
     """Negative control: i.i.d. standard Gaussian coordinates, seeded, independent of the data."""
     return GaussianEmbedding(n_components, seed)
