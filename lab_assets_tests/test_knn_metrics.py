@@ -6,6 +6,7 @@ import pytest
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 from lab_assets.dr.metrics import METRICS
+from lab_assets.dr.metrics.latent_neighborhoods import GroundTruthNeighborhoods
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets_tests.conftest import require_module
 
@@ -136,12 +137,21 @@ def test_wide_data_many_blocks_match_sklearn(monkeypatch):
         assert abs(METRICS["continuity"](nb, k=k) - sk_trustworthiness(Z, X, n_neighbors=k)) < 1e-9
 
 
+def with_truth(data, k_max):
+    """Neighbourhoods with class labels and a latent, so that every kNN metric has a value."""
+    from lab_assets.dr.latents import Latent
+
+    X, Z = data
+    return GroundTruthNeighborhoods(X, Z, k_max=k_max, labels=(X[:, 0] > 0).astype(np.int64), latent=Latent(X[:, :3]))
+
+
 def test_sharing_is_exact(data):
-    small, large = Neighborhoods(*data, k_max=15), Neighborhoods(*data, k_max=50)
+    small, large = with_truth(data, 15), with_truth(data, 50)
     for name in KNN_METRICS:
         assert METRICS[name](small, k=15) == METRICS[name](large, k=15), name
     for space in ["embedding", "data"]:
         assert METRICS["lid"](small, k=15, space=space) == METRICS["lid"](large, k=15, space=space)
+    assert METRICS["rnx_auc"](small, k_max=15) == METRICS["rnx_auc"](large, k_max=15)
 
 
 def test_registry_and_param_validation():
@@ -191,8 +201,8 @@ def test_lid_rejects_duplicates(data):
 def test_chunking_does_not_change_results(data, monkeypatch):
     import lab_assets.dr.metrics.neighbors as neighbors
 
-    whole = Neighborhoods(*data, k_max=15)
+    whole = with_truth(data, 15)
     expected = {name: METRICS[name](whole, k=15) for name in KNN_METRICS}
     monkeypatch.setattr(neighbors, "_BLOCK", 1000)  # a few rows per chunk
-    chunked = Neighborhoods(*data, k_max=15)
+    chunked = with_truth(data, 15)
     assert {name: METRICS[name](chunked, k=15) for name in KNN_METRICS} == expected

@@ -83,6 +83,19 @@ def test_every_metric_declares_its_direction():
         "lid": None,
         "participation_ratio": None,
         "persistent_homology": None,
+        "rnx": "higher",
+        "rnx_auc": "higher",
+        "lcmc": "higher",
+        "mrre": "lower",
+        "neighborhood_hit": "higher",
+        "normalized_stress": "lower",
+        "scale_normalized_stress": "lower",
+        "pearson_distance_correlation": "higher",
+        "density_preservation": "higher",
+        "lid_error": "lower",
+        "participation_ratio_error": "lower",
+        "geodesic_distance_correlation": "higher",
+        "latent_knn_preservation": "higher",
     }
     assert {name: METRICS[name].better for name in METRICS.names()} == expected
     assert all(METRICS[name].better in BETTER for name in METRICS.names())

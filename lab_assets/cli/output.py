@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import textwrap
 
 from lab_assets.cli.logs import failure_traces
 
@@ -92,7 +93,7 @@ def width() -> int:
 def print_report(sweep, cells: bool = False) -> None:
     """The seed-aggregated summary (or, with `cells`, the per-cell table), readable at 100 columns."""
     from lab_assets.core import storage
-    from lab_assets.dr import tables
+    from lab_assets.dr import controls, ground_truth, tables
     from lab_assets.runner.sweeps import report_folder
 
     out = report_folder(sweep.name)
@@ -106,6 +107,13 @@ def print_report(sweep, cells: bool = False) -> None:
         summary = storage.read_parquet(f"{out}/summary.parquet")
         comparisons = storage.read_parquet(f"{out}/comparisons.parquet")
         print(tables.summary_text(summary, comparisons, width()))
+        if (
+            summary["better"].notna().any()
+            and controls.control_keys([(m.method, m.key) for m in sweep.methods]) is None
+        ):
+            print(
+                "\n" + "\n".join(textwrap.wrap(controls.how_to_add(sweep.source, ground_truth.with_latents()), width()))
+            )
     print(
         f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
         "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png"

@@ -49,6 +49,7 @@ def add_parser(sub) -> None:
 
 
 def run_plan(args) -> int:
+    from lab_assets.dr.methods.true_latent import NAME as TRUE_LATENT
     from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.sweeps import plan as make_plan
 
@@ -57,7 +58,12 @@ def run_plan(args) -> int:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
     s = plan.sweep
-    print(f"sweep {s.name} ({s.source}): {len(s.data)} data keys x {len(s.methods)} method keys = {len(s.cells)} cells")
+    grid = f"{len(s.data)} data keys x {len(s.methods)} method keys"
+    less = f" less {len(s.undeclared)} not declared" if s.undeclared else ""
+    print(f"sweep {s.name} ({s.source}): {grid}{less} = {len(s.cells)} cells")
+    if s.undeclared:
+        without = ", ".join(dict.fromkeys(d.dataset for d in s.data if any(d.key == k for k, _ in s.undeclared)))
+        print(f"not declared: {TRUE_LATENT} on {without}, which have no ground-truth latent coordinates")
     print(f"metrics: {', '.join(m.column for m in s.metrics) or '(none)'}")
     for d in s.data:
         st = plan.datasets[d.key]

@@ -32,7 +32,8 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "lab_assets.defs.assets.datasets": ("1eefa5a88fdb", ()),
     "lab_assets.defs.assets.experiments": ("5bf1e8145e2f", ()),
     "lab_assets.defs.assets.metrics": ("a505b3576df1", ()),
-    "lab_assets.defs.assets.reports": ("a389e4c11e4e", _REPORT_CODE),
+    # 2: the summary gains control-scaled scores (`scaled`, `scaled_sd`): every report is drawn again.
+    "lab_assets.defs.assets.reports": ("reports-2", _REPORT_CODE),
     "lab_assets.defs.assets.training": ("a01d06473375", _TRAINING_CODE),
 }
 

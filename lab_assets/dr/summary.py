@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from lab_assets.core import keys
+from lab_assets.dr import controls
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import Sweep
 
@@ -43,6 +44,8 @@ SUMMARY_COLUMNS = [
     "ci_high",
     "rank",
     "best",
+    "scaled",
+    "scaled_sd",
 ]
 COMPARISON_COLUMNS = [
     "data_config",
@@ -79,15 +82,20 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
     """One row per (data config, method config, metric column): n, mean, sd (ddof=1), the 95%
     t-interval, rank per (data config, metric) and whether it is the best. `cells` has one row
     per materialized cell: `data` (key), `method` (key), `seed` and the metric columns; null
-    metric values (not applicable) are left out of n."""
+    metric values (not applicable) are left out of n. `scaled`, `scaled_sd`: mean and sd over seeds
+    of the control-scaled score (`controls.py`) of a ranked metric, when the sweep has both controls."""
     from scipy import stats
 
     labels = sweep.labels
     cells = cells.assign(data_config=cells["data"].map(config_key)) if len(cells) else cells.assign(data_config=[])
+    scaled = _scaled(sweep, cells)
     configs = list(dict.fromkeys(d.config_key for d in sweep.data))
+    declared = {(config_key(d), m) for d, m in sweep.cells}  # not `true_latent` where there are no latents
     rows = []
     for dc in configs:
         for m in sweep.methods:
+            if (dc, m.key) not in declared:
+                continue
             sub = cells[(cells["data_config"] == dc) & (cells["method"] == m.key)]
             for metric in sweep.metrics:
                 col = metric.column
@@ -96,6 +104,7 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
                 mean = float(values.mean()) if n else math.nan
                 sd = float(values.std(ddof=1)) if n > 1 else math.nan
                 half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
+                by_seed = scaled.loc[sub.index, col].dropna() if col in scaled else pd.Series(dtype=float)
                 rows.append(
                     {
                         "data_config": dc,
@@ -111,9 +120,11 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
                         "sd": sd,
                         "ci_low": mean - half,
                         "ci_high": mean + half,
+                        "scaled": float(by_seed.mean()) if len(by_seed) else math.nan,
+                        "scaled_sd": float(by_seed.std(ddof=1)) if len(by_seed) > 1 else math.nan,
                     }
                 )
-    table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS[:-2])
+    table = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c not in ("rank", "best")])
     table["rank"] = pd.array([pd.NA] * len(table), dtype="Int64")
     for (_, _), group in table.groupby(["data_config", "metric"], sort=False):
         better = group["better"].iloc[0]
@@ -123,6 +134,16 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
         table.loc[group.index, "rank"] = ranks.astype("Int64")
     table["best"] = (table["rank"] == 1).fillna(False).astype(bool)
     return table[SUMMARY_COLUMNS]
+
+
+def _scaled(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, the control-scaled score of each ranked metric column (no columns without both
+    controls in the sweep)."""
+    pair = controls.control_keys([(m.method, m.key) for m in sweep.methods])
+    ranked = [m.column for m in sweep.metrics if METRICS[m.metric].better is not None and m.column in cells]
+    if pair is None or not ranked or not len(cells):
+        return pd.DataFrame(index=cells.index)
+    return controls.scaled_scores(cells, ranked, *pair)[ranked]
 
 
 def compare(sweep: Sweep, cells: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

@@ -22,11 +22,14 @@ from pydantic import Field
 from lab_assets.core import estimator_paths, keys
 from lab_assets.core.input_files import InputError, field_name, pydantic_lines, yaml_model
 from lab_assets.core.registry import NAME, Entry, Registry, RegistryError, digest
+from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.datasets import DATASETS
-from lab_assets.dr.methods import METHODS
+from lab_assets.dr.methods import METHODS, true_latent
 from lab_assets.dr.metrics import METRICS
 
 KEY_DIGEST_LENGTH = 6
+# Metrics that read class labels: refused at plan time on a sweep whose datasets have none.
+LABEL_MEASURES = ("neighborhood_hit",)
 RESOURCES = "resources"  # reserved key in a method's entry: compute resources, not a parameter
 ESTIMATOR = "estimator"  # reserved key in a method's entry: a class by import path (core/estimator_paths.py)
 
@@ -123,12 +126,27 @@ class Sweep:
     cells: list[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cells", [(d.key, m.key) for d in self.data for m in self.methods])
+        undeclared = set(self.undeclared)
+        cells = [(d.key, m.key) for d in self.data for m in self.methods if (d.key, m.key) not in undeclared]
+        object.__setattr__(self, "cells", cells)
+
+    @cached_property
+    def undeclared(self) -> list[tuple[str, str]]:
+        """The grid's cells that are not cells: the positive control `true_latent` on a dataset
+        without ground-truth latents (nothing to embed), in a sweep whose other datasets have them."""
+        controls = [m.key for m in self.methods if m.method == true_latent.NAME and m.estimator is None]
+        if not controls:
+            return []
+        return [(d.key, m) for d in self.data if not ground_truth.has_latents(d.dataset) for m in controls]
 
     def contains(self, data_key: str, method_key: str) -> bool:
         """Whether (data_key, method_key) is one of the cells: the grid is every data key with
-        every method key, so two set lookups, not a scan of the cells."""
-        return data_key in self._data_keys and method_key in self._method_keys
+        every method key (less the undeclared controls), so set lookups, not a scan of the cells."""
+        return (
+            data_key in self._data_keys
+            and method_key in self._method_keys
+            and (data_key, method_key) not in self.undeclared
+        )
 
     @cached_property
     def _data_keys(self) -> frozenset[str]:
@@ -310,6 +328,7 @@ def parse_sweep(text: str, source: str) -> Sweep:
     metrics = _expand("metrics", spec.metrics, METRICS, errors)
     if not errors:
         errors += _limits(data, methods, metrics)
+        errors += _ground_truth(data, methods, metrics)
     if errors:
         raise SweepError(f"{source}: " + f"\n{source}: ".join(errors))
     return Sweep(
@@ -343,6 +362,28 @@ def _limits(data: list, methods: list, metrics: list) -> list[str]:
             for other, other_params, _, other_entry, _ in entries:
                 for name, why in other_entry.problems(other_params, shape).items():
                     lines.append(f"{section}.{other}.{name}: {why} ({on})")
+    return list(dict.fromkeys(lines))
+
+
+def _ground_truth(data: list, methods: list, metrics: list) -> list[str]:
+    """What needs what the sweep's datasets do not have: ground truth (`true_latent`, the latent
+    metrics) when none of them has latents, class labels (`neighborhood_hit`) when none has labels.
+    Where some have them, the others' cells are not declared (`true_latent`) or their values are
+    null with the reason (metrics), as for any metric that does not apply to a cell."""
+    lines = []
+    if not any(ground_truth.has_latents(name) for name, *_ in data):
+        names = ", ".join(dict.fromkeys(name for name, *_ in data))
+        why = f"needs ground-truth latent coordinates, and no dataset of the sweep ({names}) has them"
+        known = f"datasets with them: {', '.join(ground_truth.with_latents())}"
+        lines += [f"methods.{n}: {why} ({known})" for n, _, _, _, e in methods if n == true_latent.NAME and e is None]
+        lines += [f"metrics.{n}: {why} ({known})" for n, *_ in metrics if n in latents.MEASURES]
+    if all(name == "file" and params.get("label_column") is None for name, params, *_ in data):
+        lines += [
+            f"metrics.{n}: needs class labels, and no dataset of the sweep has labels (give a file "
+            "dataset `label_column:`)"
+            for n, *_ in metrics
+            if n in LABEL_MEASURES
+        ]
     return list(dict.fromkeys(lines))
 
 

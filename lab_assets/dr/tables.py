@@ -9,6 +9,7 @@ import textwrap
 
 import pandas as pd
 
+from lab_assets.dr.controls import LEGEND
 from lab_assets.dr.summary import ALPHA, INTERVAL, MIN_PAIRS, TEST, TIE, TOO_FEW
 
 WIDTH = 100
@@ -93,7 +94,14 @@ def _cell(row, decimals: int, n_max: int, markdown: bool = False) -> str:
         text = f"**{text}** ({row.rank})" if markdown and row.best else f"{text} ({row.rank}){'*' if row.best else ''}"
     if row.n != n_max:
         text += f" n={row.n}"
+    scaled = getattr(row, "scaled", None)  # absent from a summary written before controls existed
+    if not _missing(scaled):
+        text += f" [{scaled:.2f}]"
     return text
+
+
+def _has_scaled(summary: pd.DataFrame) -> bool:
+    return "scaled" in summary and bool(summary["scaled"].notna().any())
 
 
 def _metric_groups(summary: pd.DataFrame):
@@ -106,6 +114,8 @@ def summary_text(summary: pd.DataFrame, comparisons: pd.DataFrame, width: int = 
     lines = textwrap.wrap(
         "mean ± sd over seeds; (rank) per dataset, * = best; 95% t-intervals in summary.md and summary.csv", width
     )
+    if _has_scaled(summary):
+        lines += textwrap.wrap(LEGEND, width)
     for name, group, variants in _metric_groups(summary):
         first = group[group["metric"] == variants[0]]
         n_max = (
@@ -190,6 +200,8 @@ def summary_markdown(sweep_name: str, summary: pd.DataFrame, comparisons: pd.Dat
         f"Mean ± sd over seeds (n seeds with a value), {INTERVAL}; (rank) per dataset, **bold** = best.",
         "",
     ]
+    if _has_scaled(summary):
+        out += [LEGEND + ".", ""]
     for name, group, variants in _metric_groups(summary):
         out += [f"#### {name} ({_direction(group['better'].iloc[0])})", ""]
         first = group[group["metric"] == variants[0]]

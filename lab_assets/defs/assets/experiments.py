@@ -12,12 +12,13 @@ import pandas as pd
 
 from lab_assets.core import keys, lineage, results_cache, storage
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.defs import cached, checks, inflight, integrity, step_versions
-from lab_assets.defs.assets.datasets import content_version, dataset, features
+from lab_assets.defs import cached, checks, inflight, integrity, latent_table, step_versions
+from lab_assets.defs.assets.datasets import GENERATE_STREAM, content_version, dataset, features, generated_by, rng
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
+from lab_assets.dr.methods import true_latent
 from lab_assets.dr.sweep import readable_labels
 
 GROUP = "experiments"
@@ -96,6 +97,9 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         return
     X = features(table)
     estimator = entry(data.seed, **method.params)
+    if method.method == true_latent.NAME and not method.estimator:  # the positive control embeds the truth
+        found = latent_table.latent(data, rng(data.seed, GENERATE_STREAM), generated_by(data))
+        estimator.latent = None if found is None else found.coords
     with lineage.timed() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if trainable:

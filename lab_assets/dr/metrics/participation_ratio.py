@@ -16,9 +16,8 @@ from lab_assets.dr.metrics.neighbors import Neighborhoods
 _BLOCK = 1 << 22
 
 
-def participation_ratio(nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding") -> float:
-    """(sum of covariance eigenvalues)^2 / sum of their squares, in the embedding or the data."""
-    A = nb.Z if space == "embedding" else nb.X
+def ratio(A: np.ndarray, space: str, metric: str = "participation_ratio") -> float:
+    """(sum of covariance eigenvalues)^2 / sum of their squares of the points A."""
     A = A - A.mean(axis=0)
     # sum(lambda) = trace(C) and sum(lambda^2) = |C|_F^2, and A^T A and A A^T share their
     # nonzero eigenvalues: no eigensolver needed, and the Gram side is the smaller one. The
@@ -28,7 +27,7 @@ def participation_ratio(nb: Neighborhoods, *, space: Literal["embedding", "data"
     trace = float(np.einsum("ij,ij->", M, M))
     if trace == 0:
         raise ValueError(
-            f"participation_ratio is undefined: all {nb.n} points of the {space} space are identical (zero variance)"
+            f"{metric} is undefined: all {A.shape[0]} points of the {space} space are identical (zero variance)"
         )
     frob2 = 0.0
     step = max(1, _BLOCK // max(p, M.shape[0]))
@@ -36,6 +35,11 @@ def participation_ratio(nb: Neighborhoods, *, space: Literal["embedding", "data"
         g = M.T @ M[:, s : s + step]
         frob2 += float(np.einsum("ij,ij->", g, g))
     return trace**2 / frob2
+
+
+def participation_ratio(nb: Neighborhoods, *, space: Literal["embedding", "data"] = "embedding") -> float:
+    """(sum of covariance eigenvalues)^2 / sum of their squares, in the embedding or the data."""
+    return ratio(nb.Z if space == "embedding" else nb.X, space)
 
 
 participation_ratio = METRICS("participation_ratio", packages=["numpy"], valid_range="[1, inf)", better=None)(

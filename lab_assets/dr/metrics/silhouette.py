@@ -18,18 +18,18 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 
 
-def class_labels(nb: Neighborhoods) -> np.ndarray:
+def class_labels(nb: Neighborhoods, metric: str = "silhouette") -> np.ndarray:
     """The labels as classes, or ValueError saying why they are not usable as classes."""
     if nb.labels is None:
-        raise NotApplicable("silhouette needs class labels, but this dataset has no labels")
+        raise NotApplicable(f"{metric} needs class labels, but this dataset has no labels")
     labels = np.asarray(nb.labels)
     if labels.shape != (nb.n,):
-        raise ValueError(f"silhouette: got labels of shape {labels.shape} for {nb.n} points")
+        raise ValueError(f"{metric}: got labels of shape {labels.shape} for {nb.n} points")
     # Only integers are classes: the dataset asset stores class labels as int64 and continuous
     # ones (a manifold coordinate, say) as float64, which would make every point its own class.
     if not np.issubdtype(labels.dtype, np.integer):
         raise NotApplicable(
-            f"silhouette needs class labels, but this dataset has no class labels: its labels "
+            f"{metric} needs class labels, but this dataset has no class labels: its labels "
             f"are {labels.dtype}, not integers (continuous values are not classes)"
         )
     return labels

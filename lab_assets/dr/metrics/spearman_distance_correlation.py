@@ -59,21 +59,38 @@ def pair_distances(A: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def spearman_distance_correlation(nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000) -> float:
-    """Spearman rank correlation of data vs embedding distances over a seeded sample of pairs."""
+def sampled_pairs(nb: Neighborhoods, n_pairs: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """The metric's seeded sample of pairs (every pair when there are no more than n_pairs),
+    recorded in `nb.sampled` when it is a sample."""
     if nb.n < 3:
-        raise ValueError(f"spearman_distance_correlation needs at least 3 points (2 pairs), got {nb.n}")
-    i, j = pair_indices(nb.n, n_pairs, nb.rng("spearman_distance_correlation"))
+        raise ValueError(f"{metric} needs at least 3 points (2 pairs), got {nb.n}")
+    i, j = pair_indices(nb.n, n_pairs, nb.rng(metric))
     if i.size < nb.n * (nb.n - 1) // 2:
         nb.sampled = {"pairs": int(i.size), "of": nb.n * (nb.n - 1) // 2, "seed": nb.seed}
+    return i, j
+
+
+def refuse_constant(d: np.ndarray, space: str, metric: str, what: str = "sampled pair distances") -> None:
+    """A correlation with a constant is undefined (scipy would warn and return nan): say so."""
+    if d.min() == d.max():
+        raise ValueError(f"{metric} is undefined: all {d.size} {what} of the {space} space are equal ({d[0]:g})")
+
+
+def sampled_distances(
+    nb: Neighborhoods, n_pairs: int, metric: str, constant_is_undefined: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Data and embedding distances of the metric's sample of pairs."""
+    i, j = sampled_pairs(nb, n_pairs, metric)
     dx, dz = pair_distances(nb.X, i, j), pair_distances(nb.Z, i, j)
-    for d, space in [(dx, "data"), (dz, "embedding")]:
-        # A constant has no ranks to correlate: spearmanr would warn and return nan.
-        if d.min() == d.max():
-            raise ValueError(
-                f"spearman_distance_correlation is undefined: all {d.size} sampled pair "
-                f"distances of the {space} space are equal ({d[0]:g})"
-            )
+    if constant_is_undefined:
+        for d, space in [(dx, "data"), (dz, "embedding")]:
+            refuse_constant(d, space, metric)
+    return dx, dz
+
+
+def spearman_distance_correlation(nb: Neighborhoods, *, n_pairs: Annotated[int, Field(ge=2)] = 20000) -> float:
+    """Spearman rank correlation of data vs embedding distances over a seeded sample of pairs."""
+    dx, dz = sampled_distances(nb, n_pairs, "spearman_distance_correlation", constant_is_undefined=True)
     from scipy.stats import spearmanr  # imported on use: registering the entry must stay cheap
 
     return float(spearmanr(dx, dz).statistic)
