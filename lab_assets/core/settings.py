@@ -127,6 +127,12 @@ def tracking_off() -> bool:
     return _get("LAB_WANDB", "on") == "off"
 
 
+def tracking_uploads() -> bool:
+    """LAB_WANDB_UPLOAD=1: W&B Artifacts carry a copy of the dataset and embedding files, not
+    only a reference to where they are stored."""
+    return _get("LAB_WANDB_UPLOAD", "0") == "1"
+
+
 def service_choice() -> str:
     """LAB_SERVICE: "1", "0" or "" (`cli/service.enabled`)."""
     return _get(SERVICE_VAR)
