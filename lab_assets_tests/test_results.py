@@ -9,6 +9,7 @@ import math
 import re
 import runpy
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -248,8 +249,14 @@ def test_results_read_a_copied_lab_home_and_a_storage_url(lab, tmp_path, monkeyp
 
 
 def test_report_html_is_one_self_contained_file_with_every_number(lab):
-    tiny_with_report(lab)
-    page = (lab / ".lab" / "reports" / "tiny" / "report.html").read_text()
+    assert run_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
+    # `lab report --open` hands the file's URL to the browser ($BROWSER: a command that writes it down).
+    browser = f"{sys.executable} -c \"import sys; open('opened.txt', 'w').write(sys.argv[1])\" %s"
+    out = lab_cli("report", "sweeps/tiny.yaml", "--open", cwd=lab, env={"BROWSER": browser})
+    assert out.returncode == 0, out.stderr
+    report = lab / ".lab" / "reports" / "tiny" / "report.html"
+    assert (lab / "opened.txt").read_text() == report.resolve().as_uri()
+    page = report.read_text()
     # Nothing fetched: no script, style, image or font from anywhere but the page itself.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "@import" not in page and "url(http" not in page and "<link" not in page
@@ -330,3 +337,38 @@ metrics:
         assert point["mean"] == pytest.approx(mean)
         assert point["sd"] == pytest.approx(math.sqrt(sum((v - mean) ** 2 for v in values) / 2))
         assert point["n"] == 3
+
+
+def test_older_runs_of_a_cell_are_tagged_superseded_online():
+    """Online, runs of the cell named by it under another id (written before ids were stable)
+    get the `superseded` tag, once; the cell's own run and other cells' runs are left alone."""
+
+    class FakeRun:
+        def __init__(self, id, name, tags):
+            self.id, self.name, self.tags, self.updates = id, name, tags, 0
+
+        def update(self):
+            self.updates += 1
+
+    class FakeApi:
+        def __init__(self, runs):
+            self.all = runs
+
+        def runs(self, path, filters):
+            assert path == "me/lab_assets"
+            return [r for r in self.all if r.name == filters["display_name"]]
+
+    keep = tracking.run_id("cell", "a|b")
+    runs = [
+        FakeRun(keep, "a|b", ["s"]),
+        FakeRun("old1", "a|b", ["s"]),
+        FakeRun("old2", "a|b", ["s", "superseded"]),
+        FakeRun("other", "a|c", ["s"]),
+    ]
+    assert tracking.supersede(FakeApi(runs), "me/lab_assets", "a|b", keep) == ["old1"]
+    assert [(r.tags, r.updates) for r in runs] == [
+        (["s"], 0),
+        (["s", "superseded"], 1),
+        (["s", "superseded"], 0),
+        (["s"], 0),
+    ]

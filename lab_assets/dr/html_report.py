@@ -202,7 +202,7 @@ def report_html(
     return render(
         sweep.name,
         sweep.description,
-        summary,
+        summary.assign(better=summary["better"].fillna("descriptive")),
         comparisons,
         curves,
         gallery_rows(panels),
