@@ -218,6 +218,13 @@ def test_report_html_opens_from_disk_offline_sorts_and_shows_the_gallery(lab, br
     assert header.get_attribute("aria-sort") == "descending"
     assert means()[: len(numbers)] == sorted(numbers, reverse=True)
 
+    page.locator('input[data-table="summary"]').fill("blobs isomap")  # rows containing both words
+    visible = page.locator("#summary tbody tr:visible")
+    assert visible.count() == 2 * 3  # isomap n_neighbors=8 and 12, three measures, on gaussian_blobs
+    assert all("gaussian_blobs" in t and "isomap" in t for t in visible.all_inner_texts())
+    page.locator('input[data-table="summary"]').fill("")
+    assert page.locator("#summary tbody tr:visible").count() == len(before)
+
     gallery = page.locator("#gallery")
     assert gallery.locator("img").count() == 6  # 2 datasets x 3 methods, the first seed
     assert page.locator("#parameters svg").count() == 1

@@ -50,10 +50,11 @@ tr.best td { font-weight: 600; }
 .legend span { display: inline-block; margin-right: 8px; font-size: 11px; }
 .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 3px; }
 .note { color: #666; font-size: 12px; }
+input.filter { margin: 4px 0; width: 24em; }
 code { font-size: 11px; }
 """
 # Click a header: sort the rows by that column (numbers by their `data-v`), again: the other way.
-SCRIPT = """
+SCRIPT = r"""
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.querySelectorAll("th").forEach(function (th, col) {
     th.addEventListener("click", function () {
@@ -72,6 +73,17 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
         return down ? -c : c;
       });
       rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+/* Type in a table's filter box: only the rows containing every word stay. */
+document.querySelectorAll("input.filter").forEach(function (box) {
+  box.addEventListener("input", function () {
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    var rows = document.getElementById(box.getAttribute("data-table")).tBodies[0].rows;
+    Array.prototype.forEach.call(rows, function (row) {
+      var text = row.textContent.toLowerCase();
+      row.style.display = words.every(function (w) { return text.indexOf(w) >= 0; }) ? "" : "none";
     });
   });
 });
@@ -106,7 +118,8 @@ def table(frame: pd.DataFrame, table_id: str, best: str | None = None) -> str:
         marked = ' class="best"' if best and record.get(best) is True else ""
         rows.append(f"<tr{marked}>" + "".join(_td(record[c]) for c in columns) + "</tr>")
     body = "".join(rows)
-    return f'<table class="sortable" id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    box = f'<input type="search" class="filter" data-table="{table_id}" placeholder="filter rows: words to match">'
+    return f'{box}<table class="sortable" id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _png(data: bytes, alt: str) -> str:
@@ -148,7 +161,8 @@ def render(
 <style>{STYLE}</style></head>
 <body>
 <h1>Sweep <code>{_e(name)}</code></h1>{intro}
-<p class="note">Click a column's header to sort by it (again: the other way).</p>
+<p class="note">Click a column's header to sort by it (again: the other way); type in a filter box to keep
+the rows that contain every word.</p>
 <h2 id="summary-title">Summary over seeds</h2>
 <p class="note">Per dataset config and method config: mean, sd and 95% t-interval over the seeds (n);
 rank per dataset and measure in its direction (1 = best, bold).</p>
@@ -163,8 +177,10 @@ rank per dataset and measure in its direction (1 = best, bold).</p>
 <p class="note">Seed {first_seed}; coloured by label.</p>
 {gallery(gallery_rows)}
 <h2>Lineage of every number</h2>
-<p class="note">Each value with the cell (partition key) it came from, the git commit and the metric's code version.</p>
+<details><summary>{len(lineage)} values, each with the cell (partition key) it came from, the git commit and the
+metric's code version</summary>
 {table(lineage, "lineage")}
+</details>
 <script>{SCRIPT}</script>
 </body></html>
 """
