@@ -46,7 +46,7 @@ def track(
 
     sweeps = sorted(s.name for s in cell_sweeps)
     try:
-        image = scatter_png(tidy.coordinates(embedding).to_numpy(), embedding["label"])
+        image = scatter_png(tidy.coordinates(embedding).to_numpy(), embedding["label"], optimize=False)
     except Exception:  # noqa: BLE001 - no picture is no reason to lose the run
         image = None
     return tracking.track_cell(

@@ -85,7 +85,7 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
     return index, _palette(LEVELS)
 
 
-def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
+def scatter_png(Z: np.ndarray, labels: pd.Series | None = None, optimize: bool = True) -> bytes:
     """A (SIZE + 2)-pixel square palette PNG (with its frame) of the points (z0, z1) (z1 = 0 for a
     1-d embedding), each point coloured by its label; white background, later points drawn over earlier ones."""
     from PIL import Image  # imported on use (Pillow: matplotlib's own PNG writer)
@@ -109,7 +109,9 @@ def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
     picture = Image.fromarray(image)  # "L"; putpalette makes it a palette ("P") image
     picture.putpalette(rgb.tobytes())
     buffer = io.BytesIO()
-    picture.save(buffer, format="PNG", optimize=True)
+    # `optimize` (the smallest file, for metadata stored with every materialization) is most of the
+    # drawing time; W&B stores its copy once per run.
+    picture.save(buffer, format="PNG", optimize=optimize)
     return buffer.getvalue()
 
 
