@@ -178,7 +178,8 @@ def test_report_html_opens_from_disk_offline_sorts_and_shows_the_gallery(lab, br
 
     monkeypatch.setenv("LAB_WANDB", "off")
     sweep_file = lab / "sweeps" / "tiny.yaml"
-    sweep_file.write_text(sweep_file.read_text().replace("isomap: {n_neighbors: 12}", "isomap: {n_neighbors: [8, 12]}"))
+    text = sweep_file.read_text().replace("isomap: {n_neighbors: 12}", "isomap: {n_neighbors: [8, 12]}")
+    sweep_file.write_text(text.replace("seeds: [0]", "seeds: [0, 1]"))  # a spread over seeds to show
     sweep = load_sweep(sweep_file)
     assert run_sweep(sweep, workers=1).ok and materialize_report(sweep).ok
     report = lab / ".lab" / "reports" / "tiny" / "report.html"
@@ -226,7 +227,7 @@ def test_report_html_opens_from_disk_offline_sorts_and_shows_the_gallery(lab, br
     assert page.locator("#summary tbody tr:visible").count() == len(before)
 
     gallery = page.locator("#gallery")
-    assert gallery.locator("img").count() == 6  # 2 datasets x 3 methods, the first seed
+    assert gallery.locator("img").count() == 6  # 2 datasets x 3 methods, the first seed of two
     assert page.locator("#parameters svg").count() == 1
     gallery.screenshot(path=str(shots / "report_gallery.png"))
     page.locator("#summary").screenshot(path=str(shots / "report_html_summary.png"))
