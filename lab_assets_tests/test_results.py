@@ -282,8 +282,17 @@ def test_legend_colours_are_the_thumbnails_colours():
     png = Image.open(io.BytesIO(scatter_png(Z, labels))).convert("RGB")
     entries = legend(labels, names={0: "zero", 1: "one"})
     assert [t for t, _ in entries] == ["zero", "one", "2"]
-    drawn = {"#{:02x}{:02x}{:02x}".format(*c) for c in np.asarray(png).reshape(-1, 3)}
-    assert {c for _, c in entries} <= drawn and len({c for _, c in entries}) == 3
+    pixels = np.asarray(png)[1:-1, 1:-1]  # inside the frame
+
+    def colours(region) -> set[str]:
+        found = {"#{:02x}{:02x}{:02x}".format(*c) for c in region.reshape(-1, 3)}
+        return found - {"#ffffff"}
+
+    # Class 0 at the bottom left, 1 at the top middle, 2 at the bottom right: each drawn in its legend colour.
+    assert colours(pixels[100:, :50]) == {entries[0][1]}
+    assert colours(pixels[:60, 50:110]) == {entries[1][1]}
+    assert colours(pixels[100:, 110:]) == {entries[2][1]}
+    assert len({c for _, c in entries}) == 3
     continuous = legend(pd.Series([0.5, 2.0, 1.0]))
     assert [t for t, _ in continuous] == ["0.5", "2"]
     assert legend(pd.Series([None, None], dtype=float)) == []
@@ -361,3 +370,20 @@ def test_older_runs_of_a_cell_are_tagged_superseded_online():
         (["s", "superseded"], 0),
         (["s"], 0),
     ]
+
+
+def test_flat_params_dot_nested_parameters():
+    from lab_assets.dr.sweep import DataConfig, MethodConfig
+    from lab_assets.dr.tidy import flat_params
+
+    data = DataConfig("swissroll", {"n_samples": 100}, 3)
+    method = MethodConfig("m", {"kwargs": {"alpha": 0.5, "inner": {"b": 1}}, "k": 5})
+    assert flat_params(data, method) == {
+        "data": "swissroll",
+        "data.n_samples": 100,
+        "seed": 3,
+        "method": "m",
+        "method.kwargs.alpha": 0.5,
+        "method.kwargs.inner.b": 1,
+        "method.k": 5,
+    }
