@@ -9,6 +9,7 @@ Pure pandas (no Dagster): the report asset, `lab_assets.results` and the W&B tra
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -102,16 +103,19 @@ def code_versions(cells: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
-def first_seed_embeddings(sweep: Sweep) -> dict[tuple[str, str], pd.DataFrame]:
+def first_seed_embeddings(
+    sweep: Sweep, read: Callable[[str], pd.DataFrame] = storage.read_parquet
+) -> dict[tuple[str, str], pd.DataFrame]:
     """{(data label, method label): embedding table} of the sweep's lowest seed, in the sweep's
-    order, for the cells whose embedding exists."""
+    order, for the cells whose embedding exists; `read` reads a file (the report asset's names
+    the command that repairs a damaged one)."""
     lowest = min(d.seed for d in sweep.data)
     first_seed = {d.key for d in sweep.data if d.seed == lowest}
     labels, panels = sweep.labels, {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(labels[config_key(d)], labels[m])] = storage.read_parquet(path)
+            panels[(labels[config_key(d)], labels[m])] = read(path)
     return panels
 
 

@@ -75,7 +75,7 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     stats = summary.summarize(sweep, table)
     comparisons = summary.compare(sweep, table, stats)
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
-    panels = tidy.first_seed_embeddings(sweep)
+    panels = tidy.first_seed_embeddings(sweep, integrity.read_parquet)
     from lab_assets.dr import figures, html_report  # matplotlib: only where a report is drawn
 
     return {
