@@ -86,7 +86,7 @@ def tidy(sweep: Sweep, cells: pd.DataFrame, versions: dict[str, dict[str, str]])
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=TIDY_COLUMNS)
-    params = [c for c in frame.columns if c.startswith(("data.", "method."))]
+    params = [c for c in frame.columns if c.startswith("data.")] + [c for c in frame.columns if c.startswith("method.")]
     return frame[[*TIDY_COLUMNS[:3], *params, *TIDY_COLUMNS[3:]]]
 
 
