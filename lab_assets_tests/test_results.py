@@ -84,9 +84,11 @@ def offline_run(folder: Path) -> dict:
 
 
 def run_folders(lab: Path) -> dict[str, list[Path]]:
+    """{run id: its offline folders}: `offline-run-<date>_<time>-<id>`, `-<n>` added to a second
+    folder of the id started in the same second."""
     out: dict[str, list[Path]] = {}
     for folder in sorted((lab / ".lab" / "wandb" / "wandb").glob("offline-run-*")):
-        out.setdefault(folder.name.rsplit("-", 1)[1], []).append(folder)
+        out.setdefault(folder.name.split("-")[3], []).append(folder)
     return out
 
 
@@ -387,3 +389,20 @@ def test_flat_params_dot_nested_parameters():
         "method.kwargs.inner.b": 1,
         "method.k": 5,
     }
+
+
+def test_local_runs_are_found_by_stable_id_whatever_the_folder_suffix(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_HOME", str(tmp_path))
+    cell = tracking.run_id("cell", "a|b")
+    names = [
+        f"offline-run-20260101_000000-{cell}",
+        f"offline-run-20260101_000000-{cell}-1",  # a second folder of the id in the same second
+        f"run-20260101_000001-{cell}",  # online
+        "offline-run-20260101_000000-x1y2z3w4",  # a random id (before ids were stable): not ours to delete
+    ]
+    for name in names:
+        (tmp_path / "wandb" / "wandb" / name).mkdir(parents=True)
+    (tmp_path / "wandb" / "wandb" / names[1] / f"run-{cell}.wandb.synced").write_text("")
+    found = tracking.local_runs()
+    assert list(found) == [cell] and [p.name for p in found[cell]] == sorted(names[:3])
+    assert [tracking.in_project(p) for p in found[cell]] == [False, True, True]

@@ -62,7 +62,9 @@ def run_id(kind: str, name: str) -> str:
     return f"{kind}{hashlib.sha256(name.encode()).hexdigest()[:24]}"
 
 
-STABLE_ID = re.compile(r"(cell|sweep)[0-9a-f]{24}")
+# A run's folder: `[offline-]run-<date>_<time>-<id>`, and `-<n>` after it when another folder of
+# that id was started in the same second.
+RUN_FOLDER = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-(?P<id>(?:cell|sweep)[0-9a-f]{24})(?:-\d+)?")
 
 
 def local_runs() -> dict[str, list[Path]]:
@@ -71,9 +73,9 @@ def local_runs() -> dict[str, list[Path]]:
     folder = lab_home() / "wandb" / "wandb"
     out: dict[str, list[Path]] = {}
     for path in sorted(folder.glob("*run-*-*")) if folder.is_dir() else []:
-        run = path.name.rsplit("-", 1)[-1]
-        if path.is_dir() and STABLE_ID.fullmatch(run):
-            out.setdefault(run, []).append(path)
+        match = RUN_FOLDER.fullmatch(path.name)
+        if match and path.is_dir():
+            out.setdefault(match["id"], []).append(path)
     return out
 
 
