@@ -5,6 +5,7 @@ summary and a cell's scatter plot. Screenshots land in the test's temporary fold
 (or $LAB_SCREENSHOTS); the README's docs/screenshots/ are refreshed only with
 LAB_UPDATE_SCREENSHOTS=1, so a test run never dirties the repository."""
 
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -168,3 +169,67 @@ def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, br
     assert all((shots / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
     if shots != REPO / "docs" / "screenshots":  # the tracked ones untouched
         assert {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")} == tracked
+
+
+def test_report_html_opens_from_disk_offline_sorts_and_shows_the_gallery(lab, browser, tmp_path, monkeypatch):
+    """report.html as a collaborator gets it: opened from disk with the network off, every
+    request refused but the file itself; sorting a column by clicking its header."""
+    from lab_assets.runner.sweeps import materialize_report
+
+    monkeypatch.setenv("LAB_WANDB", "off")
+    sweep_file = lab / "sweeps" / "tiny.yaml"
+    text = sweep_file.read_text().replace("isomap: {n_neighbors: 12}", "isomap: {n_neighbors: [8, 12]}")
+    sweep_file.write_text(text.replace("seeds: [0]", "seeds: [0, 1]"))  # a spread over seeds to show
+    sweep = load_sweep(sweep_file)
+    assert run_sweep(sweep, workers=1).ok and materialize_report(sweep).ok
+    report = lab / ".lab" / "reports" / "tiny" / "report.html"
+    shots = screenshots_dir(tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+
+    context = browser.new_context(offline=True, viewport={"width": 1100, "height": 900})
+    requested = []
+
+    def refuse(route):
+        requested.append(route.request.url)
+        if route.request.url == report.as_uri():
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", refuse)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(report.as_uri())
+    assert requested == [report.as_uri()] and not errors
+
+    def means() -> list[float]:
+        cells = page.locator("#summary tbody tr td:nth-child(6)")  # dataset, method, measure, better, n, mean
+        return [float(v) if v else math.nan for v in cells.evaluate_all("tds => tds.map(td => td.dataset.v)")]
+
+    header = page.locator("#summary th:text-is('mean')")
+    assert header.inner_text().strip() == "mean"
+    before = means()
+    header.click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    ascending = means()
+    numbers = [v for v in before if not math.isnan(v)]
+    assert ascending[: len(numbers)] == sorted(numbers) and ascending != before
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    assert means()[: len(numbers)] == sorted(numbers, reverse=True)
+
+    page.locator('input[data-table="summary"]').fill("blobs isomap")  # rows containing both words
+    visible = page.locator("#summary tbody tr:visible")
+    assert visible.count() == 2 * 3  # isomap n_neighbors=8 and 12, three measures, on gaussian_blobs
+    assert all("gaussian_blobs" in t and "isomap" in t for t in visible.all_inner_texts())
+    page.locator('input[data-table="summary"]').fill("")
+    assert page.locator("#summary tbody tr:visible").count() == len(before)
+
+    gallery = page.locator("#gallery")
+    assert gallery.locator("img").count() == 6  # 2 datasets x 3 methods, the first seed of two
+    assert page.locator("#parameters svg").count() == 1
+    gallery.screenshot(path=str(shots / "report_gallery.png"))
+    page.locator("#summary").screenshot(path=str(shots / "report_html_summary.png"))
+    assert requested == [report.as_uri()]
+    context.close()

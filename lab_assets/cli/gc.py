@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     total = sum(i.size for i in items)
     if args.json:
         listing = {"deleted": not args.dry_run, "bytes": total, "items": [i.to_json() for i in items]}
+        listing["left_in_wandb"] = [i.name for i in items if i.in_wandb]
         print(json.dumps(listing, indent=2))
         return 0
     for i in items:
@@ -45,4 +46,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{i.kind:<15} {i.name:<60} {size(i.size):>9}{extra}  ({i.why})")
     verb = "would delete" if args.dry_run else "deleted"
     print(f"lab gc: {verb} {len(items)} items, {size(total)}" if items else "lab gc: nothing to delete")
+    in_wandb = [i.name for i in items if i.in_wandb]
+    print(
+        "W&B: lab gc deletes local run folders only; "
+        + (
+            f"{len(in_wandb)} of those runs are in a W&B project already and stay there "
+            f"(delete them in the project): {', '.join(in_wandb)}"
+            if in_wandb
+            else "runs already in a W&B project (online, or uploaded by `wandb sync`) stay there"
+        )
+    )
     return 0

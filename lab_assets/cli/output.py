@@ -116,7 +116,8 @@ def print_report(sweep, cells: bool = False) -> None:
             )
     print(
         f"\nreport: {out}/\n  summary.md, summary.csv, summary.parquet, comparisons.csv, comparisons.parquet,\n"
-        "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png"
+        "  per cell: metrics.md, metrics.csv, metrics.parquet; embeddings.png, metrics_vs_k.png\n"
+        "  report.html: all of it in one self-contained page, sortable, with the gallery (lab report --open)"
     )
 
 

@@ -18,6 +18,9 @@ def add_parser(sub) -> None:
     report.add_argument("file")
     report.add_argument("--cells", action="store_true", help="print the per-cell table (one row per seed) instead")
     report.add_argument("--json", action="store_true")
+    report.add_argument(
+        "--open", action="store_true", help="then open report.html (one self-contained file) in the web browser"
+    )
     report.add_argument("--verbose", action="store_true", help="every failure's full trace, not one line each")
     report.set_defaults(fn=run, writes=True, warm=True)
 
@@ -39,4 +42,18 @@ def run(args) -> int:
         print(json.dumps({"sweep": sweep.name, "ok": result.ok, "report": out, "files": files}, indent=2))
     else:
         print_report(sweep, cells=args.cells)
+    if args.open:
+        open_html(f"{report_folder(sweep.name)}/report.html")
     return 0 if result.ok else FAILED
+
+
+def open_html(path: str) -> None:
+    """Open a local report in the browser; a report on an object store cannot be opened from
+    there: say where it is."""
+    import webbrowser
+    from pathlib import Path
+
+    if "://" in path:
+        print(f"report.html is at {path}: copy it here to open it", file=sys.stderr)
+    elif not webbrowser.open(Path(path).resolve().as_uri()):
+        print(f"no web browser found: open {path}", file=sys.stderr)

@@ -136,6 +136,12 @@ def tracking_off() -> bool:
     return _get("LAB_WANDB", "on") == "off"
 
 
+def tracking_uploads() -> bool:
+    """LAB_WANDB_UPLOAD=1: W&B Artifacts carry a copy of the dataset and embedding files, not
+    only a reference to where they are stored."""
+    return _get("LAB_WANDB_UPLOAD", "0") == "1"
+
+
 def service_choice() -> str:
     """LAB_SERVICE: "1" runs `lab sweep run|plan`, `lab report` and `lab verify` in the warm service, "0" never;
     unset: when stdin and stderr are terminals, on Linux (`runner/service.enabled`)."""

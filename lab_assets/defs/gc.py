@@ -9,6 +9,9 @@ Garbage, from the registered sweeps whose file still exists ("live"):
   sweep names;
 - a report of a sweep no longer registered (its folder, `sweep` partition, report and launch runs),
   and superseded versions of a live report (`storage.replace_folder` leaves the previous one);
+- the local W&B run folders (`<lab home>/wandb`) of cells and sweeps no live sweep declares; what
+  is in a W&B project already (online runs, offline ones uploaded by `wandb sync`) stays there:
+  `lab gc` says which (`Item.in_wandb`);
 - a file under a cell asset's folder that no materialization points to (written by a run that
   died before recording it, or a temporary file of a killed writer older than `GRACE_SECONDS`),
   checkpoints of unmaterialized cells aside (they resume a training).
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from lab_assets.core import key_records, keys, storage
+from lab_assets.core import key_records, keys, storage, tracking
 from lab_assets.core.settings import resolve_path
 from lab_assets.defs.inflight import PARTITION_TAG, UNFINISHED
 from lab_assets.defs.integrity import CELL_ASSETS, DATA_ASSETS, recorded
@@ -58,10 +61,12 @@ class Item:
     files: dict[str, int] = field(default_factory=dict)  # path -> bytes
     runs: list[str] = field(default_factory=list)
     partitions: list[tuple[str, str]] = field(default_factory=list)  # (dynamic dimension, key)
+    folders: dict[str, int] = field(default_factory=dict)  # local folders (W&B runs) -> bytes
+    in_wandb: bool = False  # a W&B run also in a W&B project, which `lab gc` leaves alone
 
     @property
     def size(self) -> int:
-        return sum(self.files.values())
+        return sum(self.files.values()) + sum(self.folders.values())
 
     def to_json(self) -> dict:
         return {
@@ -69,7 +74,7 @@ class Item:
             "name": self.name,
             "why": self.why,
             "bytes": self.size,
-            "files": sorted(self.files),
+            "files": sorted([*self.files, *self.folders]),
             "runs": self.runs,
             "partitions": [f"{d}:{k}" for d, k in self.partitions],
         }
@@ -156,7 +161,20 @@ def find(instance: dg.DagsterInstance, now: float | None = None) -> list[Item]:
     items += [Item("stray file", p, "a temporary file of a write that never finished", {p: n}) for p, n in temporaries]
     items += _reports(instance, {s.name for s in live} | busy_sweeps, busy_sweeps, runs)
     items += _key_records(used_data, used_methods)
+    live_runs = {tracking.run_id("cell", keys.cell_key(d, m)) for d, m in used_cells}
+    items += _wandb_runs(live_runs | {tracking.run_id("sweep", s) for s in {s.name for s in live} | busy_sweeps})
     return items
+
+
+def _wandb_runs(live: set[str]) -> list[Item]:
+    """Local W&B run folders of runs no live cell or sweep has."""
+    out = []
+    for run, folders in tracking.local_runs().items():
+        if run not in live:
+            sizes = {str(f): sum(p.stat().st_size for p in f.rglob("*") if p.is_file()) for f in folders}
+            why = "a run of a cell or sweep no registered sweep declares"
+            out.append(Item("wandb run", run, why, folders=sizes, in_wandb=any(map(tracking.in_project, folders))))
+    return out
 
 
 def _scan_assets(now: float) -> tuple[dict[tuple[str, str], dict[str, int]], dict[str, dict[str, int]], list]:
@@ -311,6 +329,8 @@ def collect(instance: dg.DagsterInstance, items: list[Item]) -> list[Item]:
             instance.delete_dynamic_partition(dimension, key)
         for path in item.files:
             _delete(path)
+        for folder in item.folders:
+            shutil.rmtree(folder, ignore_errors=True)
         done.append(item)
     return done
 

@@ -23,7 +23,7 @@ from lab_assets.core import canonical
 from lab_assets.core.registry import digest
 
 PINS = Path(__file__).with_name("step_versions.json")
-_REPORT_CODE = tuple(f"lab_assets.dr.{m}" for m in ("figures", "summary", "tables"))
+_REPORT_CODE = tuple(f"lab_assets.dr.{m}" for m in ("figures", "html_report", "summary", "tables", "tidy", "thumbnail"))
 _TRAINING_CODE = tuple(f"lab_assets.training.{m}" for m in ("train", "gpt", "corpus", "config"))
 # {asset module: (its declared code version, the modules besides it that shape its outputs)}.
 # The versions are those the byte digests of 171c77e gave, so that no lab home recomputes
@@ -32,7 +32,8 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "lab_assets.defs.assets.datasets": ("1eefa5a88fdb", ()),
     "lab_assets.defs.assets.experiments": ("5bf1e8145e2f", ()),
     "lab_assets.defs.assets.metrics": ("a505b3576df1", ()),
-    # 2: the summary gains control-scaled scores (`scaled`, `scaled_sd`): every report is drawn again.
+    # reports-2: the summary gains control-scaled scores (`scaled`, `scaled_sd`) and the report
+    # folder report.html: every report is drawn again (no cell is).
     "lab_assets.defs.assets.reports": ("reports-2", _REPORT_CODE),
     "lab_assets.defs.assets.training": ("a01d06473375", _TRAINING_CODE),
 }

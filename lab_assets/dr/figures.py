@@ -132,3 +132,41 @@ def curves_figure(table: pd.DataFrame) -> Figure:
             ax.tick_params(labelsize=7)
     axes[0][-1].legend(fontsize=7, loc="best")
     return fig
+
+
+def parameters_figure(curves: pd.DataFrame) -> Figure:
+    """Each ranked measure (rows) against each numeric method parameter (columns), from
+    `tidy.parameter_curves`: one line per dataset (mean over seeds, error bars one sd)."""
+    if curves.empty:
+        fig = Figure(figsize=(4, 1), dpi=DPI)
+        fig.text(0.5, 0.5, "no numeric method parameter takes two or more values", ha="center")
+        return fig
+    measures = list(dict.fromkeys(curves["measure"]))
+    panels = list(dict.fromkeys(zip(curves["method"], curves["parameter"])))
+    fig, axes = CURVES.figure(len(measures), len(panels))
+    for i, measure in enumerate(measures):
+        for j, (method, param) in enumerate(panels):
+            ax = axes[i][j]
+            sub = curves[(curves["measure"] == measure) & (curves["method"] == method) & (curves["parameter"] == param)]
+            for line, g in sub.groupby("line", sort=False):
+                g = g.sort_values("x")
+                ax.errorbar(g["x"], g["mean"], yerr=g["sd"].fillna(0), marker="o", ms=3, capsize=2, label=line)
+            label = sub["measure_label"].iloc[0] if len(sub) else measure
+            ax.set_title(CURVES.label(f"{label} | {method}"), fontsize=8)
+            ax.set_xlabel(param, fontsize=8)
+            ax.tick_params(labelsize=7)
+            if i == 0 and j == len(panels) - 1:
+                handles, names = ax.get_legend_handles_labels()
+                ax.legend(handles, [CURVES.legend_entry(n) for n in names], fontsize=7, loc="best")
+    return fig
+
+
+def svg(fig: Figure) -> str:
+    """The figure as SVG text, its text as text (not glyph paths) and no date: the same figure,
+    the same bytes."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lab_assets"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    return buffer.getvalue()

@@ -53,6 +53,7 @@ TAB10 = np.array(
 )
 FRAME = (200, 200, 200)
 LEVELS = 32  # colours in the palette for continuous labels
+MAX_CLASSES = 200  # integer labels with more distinct values are coloured as continuous
 NO_LABEL = (31, 119, 180)
 
 
@@ -74,7 +75,7 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
         classes, index = np.unique(values, return_inverse=True)
         if len(classes) <= len(TAB10):
             return index, TAB10[: len(classes)]
-        if len(classes) <= 200:
+        if len(classes) <= MAX_CLASSES:
             return index, _palette(len(classes))
     values = pd.to_numeric(labels, errors="coerce").to_numpy(dtype=np.float64)
     finite = np.isfinite(values)
@@ -84,7 +85,7 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
     return index, _palette(LEVELS)
 
 
-def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
+def scatter_png(Z: np.ndarray, labels: pd.Series | None = None, optimize: bool = True) -> bytes:
     """A (SIZE + 2)-pixel square palette PNG (with its frame) of the points (z0, z1) (z1 = 0 for a
     1-d embedding), each point coloured by its label; white background, later points drawn over earlier ones."""
     from PIL import Image  # imported on use (Pillow: matplotlib's own PNG writer)
@@ -108,5 +109,26 @@ def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
     picture = Image.fromarray(image)  # "L"; putpalette makes it a palette ("P") image
     picture.putpalette(rgb.tobytes())
     buffer = io.BytesIO()
-    picture.save(buffer, format="PNG", optimize=True)
+    # `optimize` (the smallest file, for metadata stored with every materialization) is most of the
+    # drawing time; W&B stores its copy once per run.
+    picture.save(buffer, format="PNG", optimize=optimize)
     return buffer.getvalue()
+
+
+def legend(labels: pd.Series | None, names: dict | None = None) -> list[tuple[str, str]]:
+    """What the colours of `scatter_png` mean, as (text, "#rrggbb"): one entry per class (its
+    name from `names`, else the label value), or the two ends of a continuous label's scale; []
+    without labels. The one place label values become legend text."""
+    if labels is None or labels.isna().all():
+        return []
+    index, palette = _colour_index(labels, len(labels))
+    names = names or {}
+
+    def colour(i: int) -> str:
+        return "#{:02x}{:02x}{:02x}".format(*palette[i])
+
+    if not pd.api.types.is_integer_dtype(labels) or labels.nunique() > MAX_CLASSES:
+        values = pd.to_numeric(labels, errors="coerce")
+        return [(f"{values.min():.3g}", colour(0)), (f"{values.max():.3g}", colour(LEVELS - 1))]
+    first = pd.Series(labels.to_numpy()).groupby(index).first()
+    return [(str(names.get(value, value)), colour(i)) for i, value in first.items()]

@@ -9,14 +9,12 @@ computes only the rest (a new column, an edited metric, a changed embedding). A 
 by other code or from other inputs is never carried.
 """
 
-from dataclasses import asdict
-
 import dagster as dg
 import pandas as pd
 
-from lab_assets.core import lineage, results_cache, storage, tracking
+from lab_assets.core import lineage, results_cache, storage
 from lab_assets.core.registry import digest
-from lab_assets.defs import cached, checks, inflight, integrity, latent_table, metric_history, step_versions
+from lab_assets.defs import cached, checks, inflight, integrity, latent_table, metric_history, step_versions, tracked
 from lab_assets.defs.assets.datasets import (
     GENERATE_STREAM,
     content_version,
@@ -170,9 +168,7 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         METRICS_FILE,
         cached.origin(context, prov),
     )
-    sweeps = sorted(s.name for s in cell_sweeps)
-    run_config = {"partition": cell, "data": asdict(data), "method": asdict(method), "seed": data.seed, "git_sha": sha}
-    wandb = tracking.track_cell(cell, sweeps, run_config, values)
+    wandb = tracked.track(cell, data, method, cell_sweeps, values, emb, sha)
     if "wandb_error" in wandb:
         context.log.warning(f"W&B tracking failed (the cell is fine): {wandb['wandb_error']}")
     return _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb, None)

@@ -11,7 +11,7 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets.core import keys, lineage, storage
+from lab_assets.core import lineage, storage, tracking
 from lab_assets.core.integrity import of_bytes
 from lab_assets.defs import inflight, integrity, step_versions
 from lab_assets.defs.assets.datasets import content_version
@@ -19,7 +19,7 @@ from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import SWEEP
-from lab_assets.dr import keystore, summary, tables
+from lab_assets.dr import keystore, summary, tables, tidy
 from lab_assets.dr.sweep import Sweep
 
 GROUP = "reports"
@@ -65,39 +65,16 @@ def report_dir(sweep_name: str) -> str:
     return storage.url("reports", sweep_name)
 
 
-def sweep_table(sweep: Sweep, table: pd.DataFrame) -> pd.DataFrame:
-    """The sweep's rows (one per cell, in the sweep's order), labelled by the parameters that
-    vary within the sweep (`Sweep.labels`), with its requested metric columns."""
-    cells = {keys.cell_key(d, m): i for i, (d, m) in enumerate(sweep.cells)}
-    rows = table[table["partition"].isin(cells)].copy()
-    wanted = [m.column for m in sweep.metrics if m.column in rows.columns]
-    labels = sweep.labels
-    rows["dataset_label"] = rows["data"].map(lambda k: labels[summary.config_key(k)])
-    rows["method_label"] = rows["method"].map(labels)
-    order = {d.config_key: i for i, d in enumerate(sweep.data)}
-    methods = {m.key: i for i, m in enumerate(sweep.methods)}
-    rows = rows.assign(
-        _d=rows["data"].map(lambda k: order[summary.config_key(k)]), _m=rows["method"].map(methods)
-    ).sort_values(["_d", "_m", "seed"])
-    return rows[["partition", "dataset_label", "method_label", "data", "method", "seed", "n", "git_sha", *wanted]]
-
-
 def report_files(sweep: Sweep) -> dict[str, bytes]:
     """The report of one sweep, from the current metric table and embeddings, as {file name:
     bytes}: everything is read and drawn before anything is written."""
-    table = sweep_table(sweep, integrity.read_parquet(storage.asset_path("metric_table")))
+    table = tidy.sweep_table(sweep, integrity.read_parquet(storage.asset_path("metric_table")))
     markdown = table.drop(columns=["git_sha", "data", "method"]).to_markdown(index=False, floatfmt=".4f")
     stats = summary.summarize(sweep, table)
     comparisons = summary.compare(sweep, table, stats)
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
-    lowest = min(d.seed for d in sweep.data)
-    first_seed = {d.key for d in sweep.data if d.seed == lowest}
-    labels, panels = sweep.labels, {}
-    for d, m in sweep.cells:
-        path = storage.asset_path("embedding", keys.cell_key(d, m))
-        if d in first_seed and storage.exists(path):
-            panels[(labels[summary.config_key(d)], labels[m])] = integrity.read_parquet(path)
-    from lab_assets.dr import figures  # matplotlib: only where a report is drawn
+    panels = tidy.first_seed_embeddings(sweep, integrity.read_parquet)
+    from lab_assets.dr import figures, html_report  # matplotlib: only where a report is drawn
 
     return {
         "metrics.parquet": storage.parquet_bytes(table),
@@ -110,6 +87,7 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
         "comparisons.csv": comparisons.to_csv(index=False).encode(),
         "embeddings.png": figures.embeddings_grid(panels),
         "metrics_vs_k.png": figures.metric_curves(table),
+        "report.html": html_report.report_html(sweep, table, stats, comparisons, panels).encode(),
     }
 
 
@@ -125,6 +103,7 @@ PATH_NAMES = {
     "comparisons_csv": "comparisons.csv",
     "embeddings": "embeddings.png",
     "metric_curves": "metrics_vs_k.png",
+    "report_html": "report.html",
 }
 
 
@@ -140,7 +119,7 @@ def _inline_png(title: str, png: bytes) -> dg.MetadataValue:
     deps=[metric_table, sweep_spec, dg.AssetDep("embedding", partition_mapping=dg.AllPartitionMapping())],
     group_name=GROUP,
     code_version=CODE_VERSION,
-    kinds={"parquet", "csv", "markdown", "png"},
+    kinds={"parquet", "csv", "markdown", "png", "html"},
     freshness_policy=TABLE_FRESHNESS,
 )
 def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -153,6 +132,9 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         # Replaced as a whole or not at all: figures and tables never of two versions.
         paths = storage.replace_folder(report_dir(sweep.name), files)
     table = storage.parquet_frame(files["metrics.parquet"])
+    wandb = tracking.track_sweep(sweep.name, storage.parquet_frame(files["summary.parquet"]))
+    if "wandb_error" in wandb:
+        context.log.warning(f"W&B tracking failed (the report is fine): {wandb['wandb_error']}")
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)
     fingerprints = {paths[name]: of_bytes(data) for name, data in files.items()}
     return dg.MaterializeResult(
@@ -166,6 +148,7 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
             "embeddings": _inline_png("Embeddings (first seed), coloured by label", files["embeddings.png"]),
             "metrics_vs_k": _inline_png("Metrics vs k (mean, min-max over seeds)", files["metrics_vs_k.png"]),
             **{f"{key}_path": dg.MetadataValue.path(paths[name]) for key, name in PATH_NAMES.items()},
+            **wandb,
         },
         data_version=content_version(table),
     )
