@@ -5,11 +5,18 @@ says what it stales, the plan of the next run must name exactly those cells and 
 the sweeps run and the edit is committed, so the next edit starts from a fresh lab."""
 
 import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from lab_assets.cli.main import main
+from lab_assets.defs import code_versions
 from lab_assets.dr.impact import impact as impact_of
-from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.conftest import REPO, lab_cli
 from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, edit, git, pending, step
 
 
@@ -91,6 +98,73 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     assert bad.returncode == 2 and "--base no-such-ref: not a revision" in bad.stderr
 
 
+PLUGIN = '''"""The lab's first plugin: a metric."""
+import numpy as np
+
+from lab_assets.dr.metrics import METRICS
+
+
+def spread(nb, *, power: int = 1) -> float:
+    """Mean distance of the embedding's points from their centroid, to a power."""
+    return float(np.mean(np.linalg.norm(nb.Z - nb.Z.mean(0), axis=1) ** power))
+
+
+spread = METRICS("spread", valid_range="[0, inf)", better=None)(spread)
+'''
+ONE = "name: one\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0]\nmethods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+
+
+def test_a_change_that_adds_the_first_plugin_names_new_changed_and_missing_cells_as_the_next_plan(
+    lab, monkeypatch, capsys
+):
+    """Through the CLI (the copied package, in the project's repository): a pull request that adds
+    `plugins/` (LAB_PLUGINS=plugins), a column of its metric and a seed. `lab impact` reads the
+    base (which has no such plugin) and says which cells are changed, new in this change, and
+    missing in this lab home, exactly the cells and assets the next plan finds; the rows then
+    computed from the untracked plugin say git_dirty."""
+    shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    (lab / "sweeps" / "one.yaml").write_text(ONE)
+    (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
+    git(lab, "init", "-q", "-b", "main")
+    git(lab, "add", ".")
+    git(lab, "commit", "-q", "-m", "the project")
+    first = lab_in(lab, "sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json")
+    assert first.returncode == 0, first.stderr
+    (row,) = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet").itertuples()
+    assert not row.git_dirty  # everything it read is committed
+
+    (lab / "plugins").mkdir()
+    (lab / "plugins" / "__init__.py").write_text("from plugins import spread  # noqa: F401\n")
+    (lab / "plugins" / "spread.py").write_text(PLUGIN)
+    (lab / "sweeps" / "one.yaml").write_text(ONE.replace("[0]", "[0, 1]") + "  spread: {}\n")
+    monkeypatch.setenv("LAB_PLUGINS", "plugins")
+    monkeypatch.chdir(lab)  # each probe puts its tree first on the import path: no PYTHONPATH here
+    assert main(["impact", "--base", "HEAD", "--json"]) == 0  # the base has no `plugins`: not an error
+    said = {s["name"]: s for s in json.loads(capsys.readouterr().out)["sweeps"]}
+    counts = {n: (s["changed_cells"], s["new_cells"], s["missing_cells"], s["cells"]) for n, s in said.items()}
+    assert counts == {"one": (1, 1, 1, 2), "tiny": (0, 0, 4, 4)}
+    assert said["one"]["reasons"] == {"metric spread: new column spread@power=1": 1, "sweep file: new cell": 1}
+    assert main(["impact", "--base", "HEAD"]) == 0
+    text = capsys.readouterr().out
+    assert "sweep one (sweeps/one.yaml): 1 of 2 cells changed, 1 new in this change, 1 missing" in text, text
+    assert "sweep tiny (sweeps/tiny.yaml): 0 of 4 cells changed, 0 new in this change, 4 missing" in text, text
+    assert "stale" not in text
+
+    plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/one.yaml", "--json").stdout)
+    assert stale(said["one"]) == planned(plan)
+    assert {c["partition"]: c["status"] for c in plan["cells"]} == {
+        c["cell"]: "missing" if c["new"] else "stale" for c in said["one"]["stale"]
+    }
+
+    git(lab, "add", "sweeps")
+    git(lab, "commit", "-q", "-m", "a seed and a plugin's column (the plugin itself not yet committed)")
+    second = lab_in(lab, "sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json")
+    assert second.returncode == 0, second.stderr
+    table = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet")
+    assert len(table) == 2 and table["spread@power=1"].notna().all()
+    assert table["git_dirty"].all() and set(table["git_sha"]) == {git(lab, "rev-parse", "HEAD")}
+
+
 def snapshot(changes: dict | None = None) -> dict:
     """Two cells' versions as `defs/code_versions.snapshot` writes them; `changes`: {"group.key":
     value}, `sweep.key` for the sweep file's own fields."""
@@ -162,18 +236,49 @@ def test_a_metric_taken_out_stales_nothing_until_its_code_changes():
     assert dict(found.reasons) == {"metric lid: code changed, column removed: lid@k=10": 2}
 
 
-def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab):
-    """`estimator:` methods are in no registry: their versions come from the sweep's method entry."""
-    from lab_assets.core import estimator_paths
-    from lab_assets.defs.code_versions import snapshot as versions
-
-    path = lab / "sweeps" / "est.yaml"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(
-        "name: est\ndata:\n  swissroll: {n_samples: 200}\nmethods:\n"
-        '  skpca:\n    estimator: "sklearn.decomposition:PCA"\n    n_components: 2\n'
+def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab, monkeypatch):
+    """`estimator:` methods are in no registry: their versions come from the sweep's method entry.
+    Not recomputed here by the code under test: the class's code version changes with a real
+    edit of its module and with nothing else, and the plan stales exactly its cell then."""
+    monkeypatch.chdir(lab)
+    (lab / "my_reducers.py").write_text(REDUCER)
+    (lab / "sweeps" / "est.yaml").write_text(
+        "name: est\ndata:\n  swissroll: {n_samples: 60}\nmethods:\n"
+        '  mine:\n    estimator: "my_reducers:FirstTwo"\n  pca: {}\n'
         "metrics:\n  trustworthiness: {k: [5]}\n"
     )
-    (cell,) = versions([str(path)])["sweeps"][str(path)]["cells"].values()
-    entry = estimator_paths.entry("sklearn.decomposition:PCA")
-    assert (cell["method_name"], cell["method_code"], cell["trainable"]) == ("skpca", entry.code_version, False)
+
+    def probe() -> dict[str, dict]:
+        """Each cell's versions as a fresh `lab impact` probe reads them (a new process: code
+        versions are read at import)."""
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "sweeps/est.yaml"], cwd=lab, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        cells = json.loads(done.stdout.strip().splitlines()[-1])["sweeps"]["sweeps/est.yaml"]["cells"]
+        return {c["method_name"]: c for c in cells.values()}
+
+    first = probe()
+    assert first["mine"]["trainable"] is False and first["mine"]["method_code"] != first["pca"]["method_code"]
+    assert lab_in(lab, "sweep", "run", "sweeps/est.yaml", "--workers", "1").returncode == 0
+    (lab / "unrelated.py").write_text("x = 1\n")  # another file of the project: nothing changes
+    assert probe() == first
+    (lab / "my_reducers.py").write_text(REDUCER + "\n# an edit\n")
+    edited = probe()
+    assert edited["mine"]["method_code"] != first["mine"]["method_code"]
+    assert edited["mine"]["method_version"] != first["mine"]["method_version"] and edited["pca"] == first["pca"]
+    plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/est.yaml", "--json").stdout)
+    assert {c["method"].split("-")[0]: c["status"] for c in plan["cells"]} == {"mine": "stale", "pca": "fresh"}
+
+
+PROBE = Path(code_versions.__file__).read_text()  # run as `lab impact` runs it: `python -c`, a tree's paths
+REDUCER = '''"""A plain class in the project folder, named by import path."""
+
+
+class FirstTwo:
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit_transform(self, X):
+        return X[:, :2]
+'''

@@ -1,7 +1,9 @@
 """Upgrades: a lab home written by the previous release's code (the commit before layout 2's
 change, the results cache, checked out with `git archive`) is upgraded by this release's first
 `lab sweep run`, which says before running what will recompute and why, recomputes exactly that
-(datasets stay), and records the layout version."""
+(datasets stay), and records the layout version (slow; it needs the repository's history).
+The default suite's: the version recorded by a first run, a lab home written before versions
+were recorded told what changes, and a lab home of a newer release refused, nothing run."""
 
 import json
 import shutil
@@ -10,11 +12,9 @@ import subprocess
 import pytest
 
 from lab_assets.core import layout
-from lab_assets_tests.conftest import REPO, lab_cli, require_tool
+from lab_assets_tests.conftest import REPO, lab_cli, missing, require_tool
 
-pytestmark = pytest.mark.slow
-
-
+ONE = "name: one\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0]\nmethods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n"
 # The file whose addition began layout 2 (core/layout.py, CHANGES[2]): the previous release is the commit before.
 LAYOUT_2_BEGAN_WITH = "lab_assets/core/results_cache.py"
 
@@ -22,6 +22,9 @@ LAYOUT_2_BEGAN_WITH = "lab_assets/core/results_cache.py"
 def _previous_release(tmp_path):
     """The code of the commit before layout 2's change, unpacked in a folder."""
     git = require_tool("git", "the upgrade test checks out an earlier commit")
+    shallow = subprocess.run([git, "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True)
+    if shallow.stdout.strip() == "true":
+        missing("a shallow clone lacks the previous release's commit: `git fetch --unshallow` (CI clones whole)")
     added = subprocess.run(
         [git, "log", "-1", "--format=%H", "--diff-filter=A", "--", LAYOUT_2_BEGAN_WITH],
         cwd=REPO,
@@ -38,6 +41,7 @@ def _previous_release(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_changed(lab, tmp_path):
     previous = _previous_release(tmp_path)
     run = ("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1")
@@ -69,3 +73,39 @@ def test_a_lab_home_of_the_previous_release_is_upgraded_recomputing_only_what_ch
     again = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--json", "--workers", "1", cwd=lab)
     assert again.returncode == 0 and "earlier release" not in again.stderr
     assert not any(json.loads(again.stdout)["materialized"].values())
+
+
+def test_a_first_run_records_the_layout_and_an_unversioned_lab_home_is_told_what_changes(lab):
+    (lab / "sweeps" / "one.yaml").write_text(ONE)
+    first = lab_cli("sweep", "run", "sweeps/one.yaml", "--json", "--workers", "1", cwd=lab)
+    assert first.returncode == 0, first.stderr
+    assert json.loads((lab / ".lab" / "layout.json").read_text()) == {"version": layout.VERSION}
+    assert "earlier release" not in first.stderr  # an empty lab home: nothing to upgrade
+
+    # Written before versions were recorded (no layout.json, sweeps registered): version 1. (Its
+    # no-op answers, if any, were saved by that release's code: never this one's.)
+    (lab / ".lab" / "layout.json").unlink()
+    shutil.rmtree(lab / ".lab" / "cache", ignore_errors=True)
+    again = lab_cli("sweep", "run", "sweeps/one.yaml", "--json", "--workers", "1", cwd=lab)
+    assert again.returncode == 0, again.stderr
+    told = [line for line in again.stderr.splitlines() if "earlier release" in line]
+    assert told == [
+        f"lab: this lab home was written by an earlier release; layout {v}: {layout.CHANGES[v]}"
+        for v in range(2, layout.VERSION + 1)
+    ]
+    assert json.loads((lab / ".lab" / "layout.json").read_text()) == {"version": layout.VERSION}
+
+
+def test_a_lab_home_of_a_newer_release_is_refused_in_one_line_and_nothing_runs(lab):
+    (lab / "sweeps" / "one.yaml").write_text(ONE)
+    newer = {"version": layout.VERSION + 1}
+    (lab / ".lab" / "layout.json").write_text(json.dumps(newer))
+    done = lab_cli("sweep", "run", "sweeps/one.yaml", "--workers", "1", cwd=lab)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "lab: invalid lab home",
+        f"{lab / '.lab' / 'layout.json'}: layout {layout.VERSION + 1} was written by a newer release than this one "
+        f"(layout {layout.VERSION}); upgrade lab_assets, or point LAB_HOME at another lab home",
+    ]
+    assert not (lab / ".lab" / "assets").exists()  # nothing ran
+    assert json.loads((lab / ".lab" / "layout.json").read_text()) == newer  # nothing lost
