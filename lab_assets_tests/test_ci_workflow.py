@@ -103,10 +103,12 @@ def test_the_workflow_steps_on_a_pull_request_that_edits_one_method(lab, tmp_pat
     assert len(rows) == 6 and all(len(group) == 3 for group in by_method.values()), rows
     assert {r["verdict"] for r in by_method["pca"]} == {"bit-identical"}
     assert all(r["verdict"] != "bit-identical" and r["n_pairs"] == 3 for r in by_method["isomap"])
-    # Fixed in advance, not read from the call it checks: on a 150-point noisy swiss roll, Isomap
-    # with 30 neighbours instead of 10 short-circuits the roll, and its trustworthiness falls on
-    # every seed beyond noise: the gate fails the job and the summary says which got worse.
-    trust = [r for r in by_method["isomap"] if r["metric_name"] == "trustworthiness"]
-    assert len(trust) == 2 and all(r["mean_difference"] < 0 and r["regressed"] for r in trust), trust
-    assert codes["Did the results move?"] == 1
-    assert "moved beyond seed noise: worse" in text
+    # Fixed in advance, not read from the call it checks (the same cells run once with
+    # `n_neighbors: 30` in the sweep file, 2026-11-27): on this 150-point swiss roll a wider
+    # neighbourhood moves Isomap's values both ways across the three seeds (trustworthiness@k=5
+    # +0.0015, +0.0096, -0.0165), within seed noise for every column: the gate passes, and the
+    # summary says no result got worse. (`lab compare`'s failing path: test_lab_compare.py.)
+    assert {r["verdict"] for r in by_method["isomap"]} == {"within noise"}, by_method["isomap"]
+    assert not any(r["regressed"] for r in rows)
+    assert codes["Did the results move?"] == 0
+    assert "worse" not in text and "| trustworthiness@k=5 | swissroll | isomap |" in text
