@@ -6,15 +6,11 @@ the sweeps run and the edit is committed, so the next edit starts from a fresh l
 
 import json
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from lab_assets.cli.main import main
-from lab_assets.defs import code_versions
 from lab_assets.dr.impact import impact as impact_of
 from lab_assets_tests.conftest import REPO, lab_cli
 from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, edit, git, pending, step
