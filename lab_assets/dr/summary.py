@@ -82,9 +82,9 @@ def _metric_label(label: str, name: str) -> str:
 def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
     """One row per (data config, method config, metric column): n, mean, sd (ddof=1), the 95%
     t-interval (clipped to the metric's valid range: a trustworthiness interval never reaches
-    past 1; `ci_clipped` says where), rank per (data config, metric) and whether it is the best. `cells` has one row
-    per materialized cell: `data` (key), `method` (key), `seed` and the metric columns; null
-    metric values (not applicable) are left out of n."""
+    past 1; `ci_clipped` says where), rank per (data config, metric) and whether it is the best.
+    `cells` has one row per materialized cell: `data` (key), `method` (key), `seed` and the metric
+    columns; null metric values (not applicable) are left out of n."""
     from scipy import stats
 
     labels = sweep.labels
