@@ -17,7 +17,7 @@ import pytest
 from lab_assets.core import keys
 from lab_assets.defs.inflight import OWNER_TAG
 from lab_assets.runtime.instance import get_instance
-from lab_assets_tests.conftest import interrupt_when, lab_cli, lab_ui
+from lab_assets_tests.conftest import interrupt_when, lab_cli, lab_ui, wait_for
 from lab_assets_tests.test_trust import _no_traceback
 
 SLOW = (
@@ -33,13 +33,6 @@ def _materializations(asset: str) -> dict[str, int]:
     for r in records:
         counts[r.partition_key] = counts.get(r.partition_key, 0) + 1
     return counts
-
-
-# The default suite's variant: two cells, both commands started at once with one worker each.
-QUICK = (
-    "name: quick\ndata:\n  swissroll: {n_samples: 250}\nseeds: [0, 1]\n"
-    "methods:\n  tsne: {max_iter: 500}\nmetrics:\n  trustworthiness: {k: [5]}\n"
-)
 
 
 def _two_commands_compute_each_cell_once(lab, sweep: str, n: int, workers: int, delay: float) -> None:
@@ -78,8 +71,83 @@ def _two_commands_compute_each_cell_once(lab, sweep: str, n: int, workers: int, 
         assert len(counts) == n and set(counts.values()) == {1}, (asset, counts)
 
 
-def test_two_commands_started_together_compute_each_cell_once(lab):
-    _two_commands_compute_each_cell_once(lab, QUICK, n=2, workers=1, delay=0)
+# The default suite's variant, overlapping by construction rather than by timing: a method that
+# holds its cell in flight until the test opens a gate, and a second command that says when it
+# found the cell in flight and waits for it (`inflight.wait`, wrapped before `lab` runs).
+HELD = '''"""A method that holds its cell in flight until the test opens the gate."""
+import os
+import time
+from pathlib import Path
+
+from lab_assets.dr.methods import METHODS
+
+
+class Held:
+    def fit_transform(self, X):
+        gate = Path(os.environ["LAB_TEST_GATE"])
+        (gate / f"computing-{os.getpid()}").touch()
+        deadline = time.time() + 120
+        while not (gate / "open").exists():
+            if time.time() > deadline:
+                raise TimeoutError("the gate never opened")
+            time.sleep(0.05)
+        return X[:, :2]
+
+
+@METHODS("held", limits=lambda params, shape: {})
+def held(seed: int, *, factor: float = 1.0):
+    """The first two coordinates, once the gate is open."""
+    return Held()
+'''
+WAITING = """
+import sys
+from pathlib import Path
+from lab_assets.cli.main import main
+from lab_assets.defs import inflight
+gate, wait = Path(sys.argv[1]), inflight.wait
+def waiting(*args, **kwargs):
+    (gate / "waiting").touch()
+    return wait(*args, **kwargs)
+inflight.wait = waiting
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_two_commands_started_together_compute_each_cell_once(lab, monkeypatch):
+    gate = lab / "gate"
+    gate.mkdir()
+    (lab / "held.py").write_text(HELD)
+    (lab / "sweeps" / "s.yaml").write_text(
+        "name: held\ndata:\n  swissroll: {n_samples: 100}\nseeds: [0]\nmethods:\n  held: {}\n"
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
+    monkeypatch.setenv("LAB_PLUGINS", "held")
+    monkeypatch.setenv("LAB_TEST_GATE", str(gate))
+    args = ["sweep", "run", "sweeps/s.yaml", "--json", "--workers", "1"]
+    pipes = dict(cwd=lab, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-m", "lab_assets.cli.main", *args], **pipes)
+    second = None
+    try:
+        wait_for(lambda: any(gate.glob("computing-*")) or first.poll() is not None, 180, "the first cell in flight")
+        assert first.poll() is None, first.communicate()
+        second = subprocess.Popen([sys.executable, "-c", WAITING, str(gate), *args], **pipes)
+        wait_for(
+            lambda: (gate / "waiting").exists() or len(list(gate.glob("computing-*"))) > 1 or second.poll() is not None,
+            180,
+            "the second command to find the cell in flight",
+        )
+        # The first command computes the cell; the second waits for it instead of computing it too.
+        assert sorted(p.name for p in gate.iterdir()) == [f"computing-{first.pid}", "waiting"]
+    finally:
+        (gate / "open").touch()
+    outs = []
+    for proc in (first, second):
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        outs.append(json.loads(out))
+    assert [o["materialized"]["cells"] for o in outs] == [1, 0] and outs[1]["waited"]["cells"] == 1, outs
+    for asset in ("raw_dataset", "dataset", "embedding", "metrics"):
+        assert set(_materializations(asset).values()) == {1}, asset
 
 
 @pytest.mark.slow

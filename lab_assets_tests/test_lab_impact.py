@@ -5,11 +5,14 @@ says what it stales, the plan of the next run must name exactly those cells and 
 the sweeps run and the edit is committed, so the next edit starts from a fresh lab."""
 
 import json
+import shutil
 
+import pandas as pd
 import pytest
 
+from lab_assets.cli.main import main
 from lab_assets.dr.impact import impact as impact_of
-from lab_assets_tests.conftest import lab_cli
+from lab_assets_tests.conftest import REPO, lab_cli
 from lab_assets_tests.test_minimal_recompute import SWEEP_A, SWEEP_B, copied_project, edit, git, pending, step
 
 
@@ -94,6 +97,69 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     assert bad.returncode == 2 and "--base no-such-ref: not a revision" in bad.stderr
 
 
+PLUGIN = '''"""The lab's first plugin: a metric."""
+import numpy as np
+
+from lab_assets.dr.metrics import METRICS
+
+
+def spread(nb, *, power: int = 1) -> float:
+    """Mean distance of the embedding's points from their centroid, to a power."""
+    return float(np.mean(np.linalg.norm(nb.Z - nb.Z.mean(0), axis=1) ** power))
+
+
+spread = METRICS("spread", valid_range="[0, inf)", better=None)(spread)
+'''
+ONE = "name: one\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0]\nmethods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n"
+
+
+def test_a_change_that_adds_the_first_plugin_names_new_changed_and_missing_cells_as_the_next_plan(
+    lab, monkeypatch, capsys
+):
+    """Through the CLI (the copied package, in the project's repository): a pull request that adds
+    `plugins/` (LAB_PLUGINS=plugins), a column of its metric and a seed. `lab impact` reads the
+    base (which has no such plugin) and says which cells are changed, new in this change, and
+    missing in this lab home, exactly the cells and assets the next plan finds; the rows then
+    computed from the untracked plugin say git_dirty."""
+    shutil.copytree(REPO / "lab_assets", lab / "lab_assets", ignore=shutil.ignore_patterns("__pycache__"))
+    (lab / "sweeps" / "one.yaml").write_text(ONE)
+    (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
+    git(lab, "init", "-q", "-b", "main")
+    git(lab, "add", ".")
+    git(lab, "commit", "-q", "-m", "the project")
+    first = lab_in(lab, "sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json")
+    assert first.returncode == 0, first.stderr
+    (row,) = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet").itertuples()
+    assert not row.git_dirty  # everything it read is committed
+
+    (lab / "plugins").mkdir()
+    (lab / "plugins" / "__init__.py").write_text("from plugins import spread  # noqa: F401\n")
+    (lab / "plugins" / "spread.py").write_text(PLUGIN)
+    (lab / "sweeps" / "one.yaml").write_text(ONE.replace("[0]", "[0, 1]") + "  spread: {}\n")
+    monkeypatch.setenv("LAB_PLUGINS", "plugins")
+    monkeypatch.chdir(lab)  # each probe puts its tree first on the import path: no PYTHONPATH here
+    assert main(["impact", "--base", "HEAD"]) == 0  # the base has no `plugins`: not an error
+    text = capsys.readouterr().out
+    assert "sweep one (sweeps/one.yaml): 1 of 2 cells changed, 1 new in this change, 1 missing" in text, text
+    assert "sweep tiny (sweeps/tiny.yaml): 0 of 4 cells changed, 0 new in this change, 4 missing" in text, text
+    assert "1 cell  metric spread: new column spread@power=1" in text and "1 cell  sweep file: new cell" in text
+    assert "stale" not in text
+    # Its cell lines: `    <cell>  <assets it recomputes>[  <recorded cost>]`, as the next plan finds them.
+    cell_lines = [x.strip().split("  ") for x in text.splitlines() if x.startswith("    ") and "|" in x]
+    said = {cell: set(assets.split(", ")) & {"embedding", "metrics"} for cell, assets, *_ in cell_lines}
+    plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/one.yaml", "--json").stdout)
+    assert said == planned(plan) and len(said) == 2
+    assert sorted(c["status"] for c in plan["cells"]) == ["missing", "stale"]
+
+    git(lab, "add", "sweeps")
+    git(lab, "commit", "-q", "-m", "a seed and a plugin's column (the plugin itself not yet committed)")
+    second = lab_in(lab, "sweep", "run", "sweeps/one.yaml", "--workers", "1", "--json")
+    assert second.returncode == 0, second.stderr
+    table = pd.read_parquet(lab / ".lab" / "assets" / "metric_table.parquet")
+    assert len(table) == 2 and table["spread@power=1"].notna().all()
+    assert table["git_dirty"].all() and set(table["git_sha"]) == {git(lab, "rev-parse", "HEAD")}
+
+
 def snapshot(changes: dict | None = None) -> dict:
     """Two cells' versions as `defs/code_versions.snapshot` writes them; `changes`: {"group.key":
     value}, `sweep.key` for the sweep file's own fields."""
@@ -165,18 +231,38 @@ def test_a_metric_taken_out_stales_nothing_until_its_code_changes():
     assert dict(found.reasons) == {"metric lid: code changed, column removed: lid@k=10": 2}
 
 
-def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab):
-    """`estimator:` methods are in no registry: their versions come from the sweep's method entry."""
-    from lab_assets.core import estimator_paths
-    from lab_assets.defs.code_versions import snapshot as versions
-
-    path = lab / "sweeps" / "est.yaml"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(
-        "name: est\ndata:\n  swissroll: {n_samples: 200}\nmethods:\n"
-        '  skpca:\n    estimator: "sklearn.decomposition:PCA"\n    n_components: 2\n'
+def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab, monkeypatch, capsys):
+    """`estimator:` methods are in no registry: their versions come from the sweep's method entry.
+    Not recomputed here by the code under test: a real edit of the class's module, and `lab impact`
+    (each tree's versions read by a fresh process) finds its cell's method code changed and the
+    other method's cell untouched."""
+    monkeypatch.chdir(lab)
+    (lab / "my_reducers.py").write_text(REDUCER)
+    (lab / "sweeps" / "tiny.yaml").unlink()
+    (lab / "sweeps" / "est.yaml").write_text(
+        "name: est\ndata:\n  swissroll: {n_samples: 60}\nmethods:\n"
+        '  mine:\n    estimator: "my_reducers:FirstTwo"\n  pca: {}\n'
         "metrics:\n  trustworthiness: {k: [5]}\n"
     )
-    (cell,) = versions([str(path)])["sweeps"][str(path)]["cells"].values()
-    entry = estimator_paths.entry("sklearn.decomposition:PCA")
-    assert (cell["method_name"], cell["method_code"], cell["trainable"]) == ("skpca", entry.code_version, False)
+    (lab / ".gitignore").write_text(".lab/\n__pycache__/\n")
+    git(lab, "init", "-q", "-b", "main")
+    git(lab, "add", ".")
+    git(lab, "commit", "-q", "-m", "the project")
+    (lab / "my_reducers.py").write_text(REDUCER + "\n# an edit\n")
+    assert main(["impact", "--base", "HEAD", "--json"]) == 0
+    (said,) = json.loads(capsys.readouterr().out)["sweeps"]
+    assert said["reasons"] == {"method mine: code changed": 1} and said["cells"] == 2
+    (cell,) = said["stale"]
+    assert cell["method"].startswith("mine-") and set(cell["assets"]) == {"embedding", "metrics"}
+
+
+REDUCER = '''"""A plain class in the project folder, named by import path."""
+
+
+class FirstTwo:
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit_transform(self, X):
+        return X[:, :2]
+'''

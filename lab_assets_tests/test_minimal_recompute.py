@@ -133,7 +133,8 @@ def snapshot(folder) -> dict:
 
 
 def changed(before: dict, after: dict, asset: str) -> set[str]:
-    return {k for k in after[asset] if before[asset].get(k) != after[asset][k]}
+    """Files of `asset` written, added or deleted between two snapshots."""
+    return {k for k in before[asset].keys() | after[asset].keys() if before[asset].get(k) != after[asset].get(k)}
 
 
 def assert_carried_identical(before: dict, after: dict, carried: dict[str, set[str]]):

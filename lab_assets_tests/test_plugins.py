@@ -1,12 +1,13 @@
-"""A lab's own code, tried as a new user would: a package outside the repository installed into
-the environment in editable mode (its `lab_assets.plugins` entry point) and a second module
-named by LAB_PLUGINS only, with a dataset, a decorated method, a metric and a plain class named
+"""A lab's own code, tried as a new user would: a package outside the repository installed by pip
+in editable mode (its `lab_assets.plugins` entry point; into a folder of its own on PYTHONPATH)
+and a second module named by LAB_PLUGINS only, with a dataset, a decorated method, a metric and a plain class named
 by import path (`estimator:`). A sweep mixing them with built-ins runs and its values equal a
 direct computation; a real edit of the plugin's method stales exactly its cells; each bad plugin
 is refused in one line, exit 2, nothing run; `lab list` and `lab new` (its test passes as written).
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -204,8 +205,9 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def mylab(tmp_path_factory):
-    """The lab's package, outside the repository, installed editable into this environment (and
-    uninstalled afterwards)."""
+    """The lab's package, outside the repository, installed editable by pip into a folder of its
+    own on PYTHONPATH (its entry point and version read from there): never into the shared
+    environment, which `lab` processes of the other xdist worker read while this module runs."""
     root = tmp_path_factory.mktemp("mylab-src")
     (root / "pyproject.toml").write_text(PYPROJECT)
     pkg = root / "mylab"
@@ -218,15 +220,17 @@ def mylab(tmp_path_factory):
         "reducers": REDUCERS,
     }.items():
         (pkg / f"{name}.py").write_text(text)
-    _pip("uninstall", "-y", "mylab")  # one left by an interrupted run: its entry point names a folder since deleted
-    done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "-e", str(root))
+    target = tmp_path_factory.mktemp("mylab-installed")
+    done = _pip("install", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(target), "-e", str(root))
     assert done.returncode == 0, done.stdout + done.stderr
-    sys.path.insert(0, str(root))  # for this process too, which read the environment's .pth files at start
-    try:
+    # The editable install's .pth is read only in site folders: its source folder goes on the path
+    # beside the installed metadata, for `lab` processes and for this one.
+    folders = [str(target), str(root)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join([*folders, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        for folder in reversed(folders):
+            mp.syspath_prepend(folder)
         yield pkg
-    finally:
-        sys.path.remove(str(root))
-        _pip("uninstall", "-y", "mylab")
 
 
 @pytest.fixture
@@ -244,9 +248,8 @@ def _plan(lab) -> dict[str, str]:
     return {c["partition"]: c["status"] for c in json.loads(done.stdout)["cells"]}
 
 
-@pytest.mark.slow  # ~35 s on a loaded 2-core machine: a 4-cell run and two plans, each a fresh process
 def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_cells(project, mylab):
-    done = lab_cli("sweep", "run", "--json", "--workers", "2", "sweeps/mine.yaml", cwd=project)
+    done = lab_cli("sweep", "run", "--json", "--workers", "1", "sweeps/mine.yaml", cwd=project)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["materialized"]["cells"] == 4 and not summary["failed"], summary
@@ -294,7 +297,7 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     stale = {c for c, s in _plan(project).items() if s == "stale"}
     assert stale == {cell for m in ("scaled", "shuffled") for _, cell in by_method[m]}
     # The first run saved its no-op answer (runner/noop_cache.py): the edits are seen through it.
-    again = lab_cli("sweep", "run", "--json", "--workers", "2", "sweeps/mine.yaml", cwd=project)
+    again = lab_cli("sweep", "run", "--json", "--workers", "1", "sweeps/mine.yaml", cwd=project)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert json.loads(again.stdout)["materialized"]["cells"] == 4
 
@@ -441,7 +444,7 @@ def test_the_clusters_code_server_and_run_processes_load_the_plugins(project, my
     from lab_assets_tests.test_cluster import read_metric_table, running_cluster, use_cluster
 
     # `labextra` importable "in the image": the run processes get the image's PYTHONPATH and LAB_PLUGINS
-    monkeypatch.setenv("PYTHONPATH", str(project))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project), os.environ["PYTHONPATH"]]))
     embedded = lab_cli("sweep", "run", "--quiet", "sweeps/mine.yaml", cwd=project)
     assert embedded.returncode == 0, embedded.stdout[-3000:] + embedded.stderr[-3000:]
     reference = read_metric_table(str(project / ".lab" / "assets" / "metric_table.parquet"))

@@ -337,7 +337,9 @@ def test_the_summary_and_comparison_at_their_edges():
     pca_re, iso_re = table.loc[(key["pca"], RE)], table.loc[(key["isomap"], RE)]
     assert pca_re["n"] == 2 and pca_re["sd"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
     half = stats.t.ppf(0.975, 1) * pca_re["sd"] / math.sqrt(2)
-    assert (pca_re["ci_low"], pca_re["ci_high"]) == pytest.approx((0.6 - half, 0.6 + half))
+    # 0.6 ± 1.27 leaves the reconstruction error's [0, inf) below: clipped at 0, and marked.
+    assert 0.6 - half < 0 and (pca_re["ci_low"], pca_re["ci_high"]) == (0.0, pytest.approx(0.6 + half))
+    assert pca_re["ci_clipped"] and not table.loc[(key["isomap"], RE), "ci_clipped"]
     assert (
         iso_re["n"] == 1 and math.isnan(iso_re["sd"]) and math.isnan(iso_re["ci_low"]) and math.isnan(iso_re["ci_high"])
     )
@@ -401,3 +403,81 @@ def test_two_ranked_methods_are_compared():
         two.methods[0].key,
         summary.LEAD,
     )
+
+
+def test_an_interval_is_clipped_to_the_metrics_range_on_the_side_it_leaves():
+    """Clipped exactly where mean ± half leaves the range: above 1 for trustworthiness, below 0
+    for a reconstruction error, not at all for values that stay inside (an interval of width 0
+    at a value inside, or one that ends inside)."""
+    sweep = parse_sweep(EDGES, "edges.yaml")
+    cells = edge_cells(
+        sweep,
+        {
+            ("pca", TW): [0.99, 0.97],  # 0.98 ± 12.706 x 0.01: past 1 above, and below 0 it is not
+            ("isomap", TW): [0.5, 0.5],  # sd 0: [0.5, 0.5]
+            ("random_projection", TW): [0.5, 0.52, 0.48],  # 0.5 ± 0.0497: inside
+            ("pca", RE): [0.01, 0.03],  # 0.02 ± 0.127: below 0
+        },
+    )
+    table = summary.summarize(sweep, cells).set_index(["method", "metric"])
+    key = {m.method: m.key for m in sweep.methods}
+    half = stats.t.ppf(0.975, 1) * np.std([0.99, 0.97], ddof=1) / math.sqrt(2)
+    tw = table.loc[(key["pca"], TW)]
+    assert (tw["ci_low"], tw["ci_high"], tw["ci_clipped"]) == (pytest.approx(0.98 - half), 1.0, True)
+    assert table.loc[(key["isomap"], TW), ["ci_low", "ci_high", "ci_clipped"]].tolist() == [0.5, 0.5, False]
+    rp = table.loc[(key["random_projection"], TW)]
+    assert not rp["ci_clipped"] and 0 < rp["ci_low"] < rp["ci_high"] < 1
+    re = table.loc[(key["pca"], RE)]
+    assert (re["ci_low"], re["ci_clipped"]) == (0.0, True) and re["ci_high"] == pytest.approx(0.02 + half)
+
+
+# Two plugin metrics with known values per seed: one of ~1e-5 (PHATE's variance ratio is of that
+# size), one near the top of [0, 1] whose t-interval over two seeds leaves the range on both sides.
+SMALL_AND_EDGE = '''"""Metrics of fixed values per seed."""
+from lab_assets.dr.metrics import METRICS
+
+
+def small(nb, *, scale: float = 1.0) -> float:
+    """About 1e-5."""
+    return scale * (1.2e-5, 1.5e-5)[nb.seed % 2]
+
+
+def edge(nb, *, scale: float = 1.0) -> float:
+    """Near 1, far apart between two seeds."""
+    return scale * (0.99, 0.79)[nb.seed % 2]
+
+
+small = METRICS("small", valid_range="[0, inf)", better=None)(small)
+edge = METRICS("edge", valid_range="[0, 1]", better="higher")(edge)
+'''
+
+
+def test_the_summary_keeps_small_values_and_clips_intervals_to_the_valid_range(lab, monkeypatch):
+    """Through `lab sweep run` (its summary, and the report's summary.md and .csv): values of 1e-5 are printed with their
+    significant digits (never 0.0000), and a t-interval past 1 is clipped to [0, 1] and said so."""
+    (lab / "fixed_metrics.py").write_text(SMALL_AND_EDGE)
+    monkeypatch.setenv("LAB_PLUGINS", "fixed_metrics")
+    (lab / "sweeps" / "fixed.yaml").write_text(
+        "name: fixed\ndata:\n  swissroll: {n_samples: 60}\nseeds: [0, 1]\nmethods:\n  pca: {}\n"
+        "metrics:\n  small: {}\n  edge: {}\n"
+    )
+    run = lab_cli("sweep", "run", "sweeps/fixed.yaml", "--workers", "1", cwd=lab)
+    assert run.returncode == 0, run.stderr
+    # Independent of the code under test: the sample mean and sd of the two values, written out.
+    mean, sd = (1.2e-5 + 1.5e-5) / 2, abs(1.5e-5 - 1.2e-5) / math.sqrt(2)
+    assert f"{mean:.3e} ± {sd:.2e}" == "1.350e-05 ± 2.12e-06"  # 4 and 3 significant digits
+    assert "1.350e-05 ± 2.12e-06" in run.stdout and "0.0000" not in run.stdout, run.stdout
+    # edge: mean 0.89, sd 0.1414; t(0.975, 1) = 12.706: 0.89 ± 1.2706 leaves [0, 1] on both sides.
+    half = stats.t.ppf(0.975, 1) * abs(0.99 - 0.79) / math.sqrt(2) / math.sqrt(2)
+    assert 0.89 - half < 0 and 0.89 + half > 1
+    report = lab / ".lab" / "reports" / "fixed"
+    markdown = (report / "summary.md").read_text()
+    edge_block = markdown.split("#### edge")[1].split("####")[0]
+    assert "0.8900 ± 0.141" in edge_block and "[0, 1.000] clipped" in edge_block, markdown
+    # small: 1.35e-5 ± 12.706 x 2.121e-6 / sqrt(2) = [-5.56e-6, 3.256e-5]: clipped at 0 too.
+    small_block = markdown.split("#### small")[1].split("####")[0]
+    assert "1.350e-05 ± 2.12e-06" in small_block and "[0, 3.256e-05] clipped" in small_block, markdown
+    table = pd.read_csv(report / "summary.csv").set_index("metric_name")
+    assert table.loc["edge", ["ci_low", "ci_high", "ci_clipped"]].tolist() == [0, 1, True]
+    assert table.loc["small", "ci_low"] == 0 and bool(table.loc["small", "ci_clipped"])
+    assert table.loc["small", "ci_high"] == pytest.approx(mean + stats.t.ppf(0.975, 1) * sd / math.sqrt(2))

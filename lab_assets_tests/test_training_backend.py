@@ -120,3 +120,7 @@ def test_training_reports_whether_its_steps_ran_compiled(monkeypatch, tmp_path):
     compiling = backend.Backend("cpu", "cpu", "test CPU", None, True, None, "compiled")
     assert train.train(config, *tokens, str(tmp_path / "compiled.pt"), compiling).compiled is True
     assert len(calls) == 2  # both steps
+    # Asked to compile, but a torch.compile that hands the model back unchanged: the steps ran
+    # eager, and the result says so rather than echo the backend's flag.
+    monkeypatch.setattr(torch, "compile", lambda model: model)
+    assert train.train(config, *tokens, str(tmp_path / "eager-again.pt"), compiling).compiled is False

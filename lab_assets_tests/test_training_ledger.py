@@ -91,19 +91,29 @@ def test_a_trial_written_again_replaces_its_own_row(lab):
     assert [(r["exp"], r["val_bpb"]) for r in ledger.rows("s")] == [(0, 2.0), (1, 1.5)]
 
 
-# Two writers in lockstep: before each append, each waits for the other to reach the same row
-# (a file barrier), so every pair of appends runs at the same time; each reports its intervals.
+# Two writers in lockstep, by construction rather than by timing: inside each append, after
+# reading the rows and before writing its own, each writer waits for the other to reach the same
+# point of the same append (a file barrier), so every pair of appends overlaps; each reports its
+# intervals.
 WRITER = """
 import json, sys, time
 from pathlib import Path
 from lab_assets.training import ledger
-from lab_assets_tests.conftest import S3_BUCKET
 me, other, gate = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-spans = []
-for i in range(20):
-    (gate / f"{me}-{i}").touch()
-    while not (gate / f"{other}-{i}").exists():
+decide, spans = ledger.decide_status, []
+
+
+def meet(*args, **kwargs):
+    (gate / f"{me}-{len(spans)}").touch()
+    deadline = time.time() + 60
+    while not (gate / f"{other}-{len(spans)}").exists():
+        assert time.time() < deadline, "the other writer never reached this append"
         time.sleep(0.0005)
+    return decide(*args, **kwargs)
+
+
+ledger.decide_status = meet
+for i in range(20):
     exp = int(me) * 100 + i
     start = time.time()
     ledger.append("race", {"exp": exp, "description": "d", "val_bpb": 2.0 - exp / 1000, "steps": 1,
@@ -129,6 +139,7 @@ def two_writers_at_once(gate) -> None:
     spans_1, spans_2 = (json.loads(out) for out in outs)
     overlapping = [a_start < b_end and b_start < a_end for (a_start, a_end), (b_start, b_end) in zip(spans_1, spans_2)]
     assert all(overlapping), "the writers did not append at the same time"
+    assert len(list(gate.iterdir())) == 40  # each append met the other inside it: overlap by construction
 
 
 def assert_every_row_kept():

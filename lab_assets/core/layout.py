@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 
 from lab_assets.core import key_records, storage
+from lab_assets.core.input_files import InputError
 
 VERSION = 2
 # What each version changed in a lab home written before it, in words a user acts on.
@@ -25,6 +26,12 @@ CHANGES = {
 # version -> the function that moves a lab home written before it (none needed yet: version 2 adds
 # a folder and changes code versions, which Dagster's staleness already answers per cell).
 MIGRATIONS: dict[int, Callable[[], None]] = {}
+
+
+class NewerLayoutError(InputError):
+    """A lab home written by a newer release: this one reads and writes none of it (bad input, exit 2)."""
+
+    what = "lab home"
 
 
 def path() -> str:
@@ -45,9 +52,9 @@ def upgrade() -> list[str]:
     home, oldest first ([]: nothing)."""
     found = recorded()
     if found is not None and found > VERSION:
-        raise storage.UnreadableFileError(
-            f"{path()}: layout {found} was written by a newer release than this one (layout {VERSION})",
-            "upgrade lab_assets, or point LAB_HOME at another lab home",
+        raise NewerLayoutError(
+            f"{path()}: layout {found} was written by a newer release than this one (layout {VERSION}); "
+            "upgrade lab_assets, or point LAB_HOME at another lab home"
         )
     earlier = range(found + 1, VERSION + 1) if found is not None else range(0)  # None: an empty lab home
     for version in earlier:

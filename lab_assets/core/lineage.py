@@ -13,30 +13,49 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from lab_assets.core.plugins import module_files
 from lab_assets.core.registry import package_version
-from lab_assets.core.settings import project_dir
+from lab_assets.core.settings import lab_plugins, project_dir
+from lab_assets.core.source_stamps import PACKAGE
 
 KEY_PACKAGES = ("lab_assets", "dagster", "numpy", "pandas", "pyarrow", "scikit-learn", "scipy")
 
 
 def git_state() -> tuple[str, bool]:
-    """(commit SHA, dirty?) of the project folder; ("unknown", False) outside a git checkout.
-    Cached per project folder (once per process and folder, not once per process)."""
-    return _git_state(str(project_dir()))
+    """(commit SHA of the project folder, dirty?); ("unknown", False) outside a git checkout.
+    Dirty when a source a cell's versions read differs from what is committed: a tracked file of
+    the project modified, or a `.py` of the package or of a plugin module (LAB_PLUGINS or an entry
+    point; `plugins/` new in the working tree) untracked or modified in whichever repository holds
+    it. Cached per project folder and LAB_PLUGINS (once per process, not once per asset)."""
+    return _git_state(str(project_dir()), tuple(lab_plugins()))
 
 
 @cache
-def _git_state(folder: str) -> tuple[str, bool]:
-    def git(*args: str) -> str:
+def _git_state(folder: str, plugins: tuple[str, ...]) -> tuple[str, bool]:
+    def git(where: str, *args: str) -> str:
         return subprocess.run(
-            ["git", *args], cwd=folder, capture_output=True, text=True, check=True, timeout=10
+            ["git", *args], cwd=where, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
 
+    def changed(where: str, *paths: str) -> bool:
+        """Whether `paths` of the repository holding `where` are untracked or modified; a folder in
+        no repository (an installed copy) cannot tell, and counts as clean."""
+        try:
+            return bool(git(where, "status", "--porcelain", "--untracked-files=all", "--", *paths))
+        except (OSError, subprocess.SubprocessError):
+            return False
+
     try:
-        sha = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        sha = git(folder, "rev-parse", "HEAD")
+        dirty = bool(git(folder, "status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
         return "unknown", False
+    by_folder: dict[str, list[str]] = {}
+    for f in module_files():  # `plugins` is in the key: module_files reads LAB_PLUGINS itself
+        if os.path.isfile(f):
+            by_folder.setdefault(os.path.dirname(f), []).append(os.path.basename(f))
+    # A pathspec's `*` matches across folders: every `.py` under the package, none of its caches.
+    dirty = dirty or changed(str(PACKAGE), "*.py") or any(changed(d, *names) for d, names in by_folder.items())
     return sha, dirty
 
 

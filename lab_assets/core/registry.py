@@ -133,15 +133,26 @@ class Entry:
         """{parameter: why it cannot work} on data of `shape` (nothing when unknown)."""
         return dict(self.limits(params, shape)) if self.limits is not None else {}
 
-    def in_range(self, value: float) -> bool:
-        """Whether `value` is finite and inside `valid_range` (always True without one)."""
+    def _range(self) -> re.Match[str] | None:
         if self.valid_range is None:
-            return True
+            return None
         m = RANGE.fullmatch(self.valid_range.replace(" ", ""))
         if m is None:
             raise RegistryError(
                 f"{self.kind} {self.name}: valid_range {self.valid_range!r} is not like '[0, 1]' or '(0, inf)'"
             )
+        return m
+
+    def bounds(self) -> tuple[float, float]:
+        """(lowest, highest) of `valid_range`, (-inf, inf) without one: what an interval is clipped to."""
+        m = self._range()
+        return (-math.inf, math.inf) if m is None else (float(m["lo"]), float(m["hi"]))
+
+    def in_range(self, value: float) -> bool:
+        """Whether `value` is finite and inside `valid_range` (always True without one)."""
+        m = self._range()
+        if m is None:
+            return True
         lo, hi = float(m["lo"]), float(m["hi"])
         above = value >= lo if m["open"] == "[" else value > lo
         below = value <= hi if m["close"] == "]" else value < hi

@@ -1,12 +1,13 @@
 """What recomputing cells costs, from what computing them last took: the `wall_seconds` each
-asset's latest materialization recorded (`defs/metadata.py`), for `lab impact`."""
+asset's latest materialization recorded (`defs/metadata.py`), and which cells never ran, for
+`lab impact`."""
 
 from __future__ import annotations
 
 import dagster as dg
 
 from lab_assets.defs.integrity import CELL_ASSETS, DATA_ASSETS
-from lab_assets.dr.impact import DATASET
+from lab_assets.dr.impact import DATASET, METRICS
 from lab_assets.runtime.latest_events import latest_ids, records
 
 # The assets a cell's run materializes, as `dr/impact.py` names them: its dataset is two steps.
@@ -27,3 +28,8 @@ def recorded_seconds(instance: dg.DagsterInstance, cells: list[str]) -> dict[str
                     cell = out.setdefault(m.partition, {})
                     cell[name] = cell.get(name, 0.0) + float(seconds.value)
     return out
+
+
+def never_run(instance: dg.DagsterInstance, cells: list[str]) -> set[str]:
+    """The cells without a metrics row materialized in this instance (one index query)."""
+    return set(cells) - latest_ids(instance, METRICS, partitions=cells).keys()

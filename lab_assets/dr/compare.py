@@ -144,9 +144,11 @@ def text(name: str, table: pd.DataFrame, what: str) -> str:
     lines = [f"sweep {name}: {what}; {TEST} over seeds, alpha {ALPHA}, at least {MIN_PAIRS} seeds: {counts(table)}"]
     shown = table[table["verdict"] != IDENTICAL]
     for r in shown.itertuples(index=False):
+        # A side without values (a new column, a metric that does not apply) reads "none": never "nan".
+        difference = "" if math.isnan(r.mean_difference) else f"{r.mean_difference:+.3g}, "
         lines.append(
-            f"  {r.metric:<28} {r.dataset_label} | {r.method_label}: {_num(r.mean_before)} -> "
-            f"{_num(r.mean_after)} ({r.mean_difference:+.3g}, {r.n_pairs} seeds"
+            f"  {r.metric:<28} {r.dataset_label} | {r.method_label}: {_num(r.mean_before) or 'none'} -> "
+            f"{_num(r.mean_after) or 'none'} ({difference}{r.n_pairs} seeds"
             f"{', p=' + _num(r.p_value, 3) if not math.isnan(r.p_value) else ''}): {_verdict_text(r)}"
         )
     if len(shown) < len(table):

@@ -24,6 +24,7 @@ class CellImpact:
     method: str
     assets: dict[str, str]  # asset -> why it is recomputed
     seconds: float | None = None  # recorded wall seconds of those assets (None: never computed / no instance)
+    new: bool = False  # the base declared no such cell: new in this change, not changed by it
 
 
 @dataclass
@@ -31,9 +32,19 @@ class SweepImpact:
     path: str
     name: str
     cells: int  # the head's cells
-    stale: list[CellImpact] = field(default_factory=list)
+    stale: list[CellImpact] = field(default_factory=list)  # the cells the change recomputes: new or changed
     report: str = ""  # why the report is recomputed ("" = fresh)
     error: str = ""  # the head cannot parse the file
+    cell_keys: list[str] = field(default_factory=list)  # the head's cells
+    missing: int | None = None  # of those, never run in the lab home (None: no lab home at hand)
+
+    @property
+    def new(self) -> int:
+        return sum(c.new for c in self.stale)
+
+    @property
+    def changed(self) -> int:
+        return len(self.stale) - self.new
 
     @property
     def reasons(self) -> Counter:
@@ -51,6 +62,9 @@ class SweepImpact:
             "name": self.name,
             "cells": self.cells,
             "stale_cells": len(self.stale),
+            "changed_cells": self.changed,
+            "new_cells": self.new,
+            "missing_cells": self.missing,
             "report": self.report,
             "error": self.error,
             "reasons": dict(self.reasons),
@@ -113,11 +127,11 @@ def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
         if "error" in h:
             out.append(SweepImpact(path, "", 0, error=h["error"]))
             continue
-        s = SweepImpact(path, h["name"], len(h["cells"]))
+        s = SweepImpact(path, h["name"], len(h["cells"]), cell_keys=list(h["cells"]))
         for cell, rec in h["cells"].items():
             assets = cell_impact(rec, known.get(cell), base, head)
             if assets:
-                s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets))
+                s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets, new=cell not in known))
         b = base["sweeps"].get(path, {})
         if s.stale:
             s.report = "cells pending"
@@ -143,7 +157,11 @@ def _summary_line(s: SweepImpact) -> str:
     if s.seconds is not None and unpriced:
         cost += f" (+{unpriced} cells never computed)"
     report = f"report: {s.report}" if s.report else "report fresh"
-    return f"sweep {s.name} ({s.path}): {len(s.stale)} of {s.cells} cells stale{cost}; {report}"
+    # Not "stale": a cell the base never declared is new, and a cell the change left alone may
+    # still never have run here (missing), which is no doing of the change.
+    missing = f", {s.missing} missing (never run in this lab home)" if s.missing is not None else ""
+    counts = f"{s.changed} of {s.cells} cells changed, {s.new} new in this change{missing}"
+    return f"sweep {s.name} ({s.path}): {counts}{cost}; {report}"
 
 
 def _assets(c: CellImpact) -> str:
@@ -177,7 +195,7 @@ def markdown(impacts: list[SweepImpact], base: str, cells: bool = True) -> str:
         if s.stale and cells:
             priced = s.seconds is not None
             out += [
-                "<details><summary>stale cells</summary>",
+                "<details><summary>cells this change recomputes</summary>",
                 "",
                 "| cell | recomputes |" + " recorded cost |" * priced,
                 "|---|---|" + "---:|" * priced,

@@ -19,7 +19,10 @@ from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import Sweep
 
 CONFIDENCE = 0.95
-INTERVAL = "95% t-interval: mean ± t(0.975, n-1) · sd / √n (none for n = 1)"
+INTERVAL = (
+    "95% t-interval: mean ± t(0.975, n-1) · sd / √n (none for n = 1), clipped to the metric's valid range "
+    "where it leaves it (marked clipped)"
+)
 ALPHA = 0.05
 TEST = "Wilcoxon signed-rank"
 # The exact two-sided Wilcoxon p-value of n pairs is at least 2 / 2**n: with fewer than 6 pairs
@@ -42,6 +45,7 @@ SUMMARY_COLUMNS = [
     "sd",
     "ci_low",
     "ci_high",
+    "ci_clipped",
     "rank",
     "best",
     "scaled",
@@ -80,10 +84,12 @@ def _metric_label(label: str, name: str) -> str:
 
 def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
     """One row per (data config, method config, metric column): n, mean, sd (ddof=1), the 95%
-    t-interval, rank per (data config, metric) and whether it is the best. `cells` has one row
-    per materialized cell: `data` (key), `method` (key), `seed` and the metric columns; null
-    metric values (not applicable) are left out of n. `scaled`, `scaled_sd`: mean and sd over seeds
-    of the control-scaled score (`controls.py`) of a ranked metric, when the sweep has both controls."""
+    t-interval (clipped to the metric's valid range: a trustworthiness interval never reaches
+    past 1; `ci_clipped` says where), rank per (data config, metric) and whether it is the best.
+    `cells` has one row per materialized cell: `data` (key), `method` (key), `seed` and the metric
+    columns; null metric values (not applicable) are left out of n. `scaled`, `scaled_sd`: mean and
+    sd over seeds of the control-scaled score (`controls.py`) of a ranked metric, when the sweep has
+    both controls."""
     from scipy import stats
 
     labels = sweep.labels
@@ -105,6 +111,7 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
                 sd = float(values.std(ddof=1)) if n > 1 else math.nan
                 half = float(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.nan
                 by_seed = scaled.loc[sub.index, col].dropna() if col in scaled else pd.Series(dtype=float)
+                lo, hi = METRICS[metric.metric].bounds()
                 rows.append(
                     {
                         "data_config": dc,
@@ -118,8 +125,9 @@ def summarize(sweep: Sweep, cells: pd.DataFrame) -> pd.DataFrame:
                         "n": n,
                         "mean": mean,
                         "sd": sd,
-                        "ci_low": mean - half,
-                        "ci_high": mean + half,
+                        "ci_low": max(mean - half, lo) if n > 1 else math.nan,
+                        "ci_high": min(mean + half, hi) if n > 1 else math.nan,
+                        "ci_clipped": n > 1 and (mean - half < lo or mean + half > hi),
                         "scaled": float(by_seed.mean()) if len(by_seed) else math.nan,
                         "scaled_sd": float(by_seed.std(ddof=1)) if len(by_seed) > 1 else math.nan,
                     }

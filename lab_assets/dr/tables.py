@@ -25,15 +25,22 @@ def _direction(better) -> str:
     return "descriptive, not ranked" if _missing(better) else DIRECTION[better]
 
 
-def _decimals(values: pd.Series) -> int:
-    top = values.abs().max()
-    if _missing(top) or top < 10:
-        return 4
-    return 2 if top < 1000 else 0
+def _num(value: float, digits: int = 4) -> str:
+    """`digits` significant digits, fixed-point from 0.001 to 999,999, else in e-notation: never a
+    nonzero value rounded to 0 (PHATE's variance ratio is ~1e-5)."""
+    if _missing(value):
+        return "n/a"
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    exponent = math.floor(math.log10(abs(value)))
+    if -3 <= exponent <= 5:
+        return f"{value:.{max(digits - 1 - exponent, 0)}f}"
+    return f"{value:.{digits - 1}e}"
 
 
-def _num(value: float, decimals: int) -> str:
-    return "n/a" if _missing(value) else f"{value:.{decimals}f}"
+def _signed(value: float) -> str:
+    text = _num(value)
+    return text if _missing(value) or text.startswith("-") else f"+{text}"
 
 
 def _lay_out(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -86,10 +93,10 @@ def _row_labels(table: pd.DataFrame, keys: list[str]) -> list[list[str]]:
     return out
 
 
-def _cell(row, decimals: int, n_max: int, markdown: bool = False) -> str:
+def _cell(row, n_max: int, markdown: bool = False) -> str:
     if row.n == 0:
         return "n/a"
-    text = f"{_num(row.mean, decimals)} ± {_num(row.sd, decimals)}" if row.n > 1 else _num(row.mean, decimals)
+    text = f"{_num(row.mean)} ± {_num(row.sd, 3)}" if row.n > 1 else _num(row.mean)  # a spread: 3 digits tell it
     if not _missing(row.rank):
         text = f"**{text}** ({row.rank})" if markdown and row.best else f"{text} ({row.rank}){'*' if row.best else ''}"
     if row.n != n_max:
@@ -128,8 +135,7 @@ def summary_text(summary: pd.DataFrame, comparisons: pd.DataFrame, width: int = 
         columns = []
         for v in variants:
             sub = group[group["metric"] == v]
-            d = _decimals(sub["mean"])
-            cells = [_cell(r, d, n) for r, n in zip(sub.itertuples(index=False), n_max)]
+            cells = [_cell(r, n) for r, n in zip(sub.itertuples(index=False), n_max)]
             columns.append((sub["metric_label"].iloc[0] if len(variants) > 1 else name, cells))
         lines += _blocks(
             f"{name} ({_direction(first['better'].iloc[0])})", labels, ["dataset", "method", "n"], columns, width
@@ -179,10 +185,9 @@ def comparison_lines(comparisons: pd.DataFrame, width: int = WIDTH) -> list[str]
         group = comparisons[comparisons["data_config"] == dc]
         lines.append(group["dataset_label"].iloc[0])
         for c in group.itertuples(index=False):
-            d = 4 if _missing(c.mean_difference) or abs(c.mean_difference) < 10 else 2
             stat = "" if _missing(c.statistic) else f"W={c.statistic:g}, p={c.p_value:.3g}, "
             text = (
-                f"{_metric_title(c)}: {c.best_label} vs {c.runner_up_label} {c.mean_difference:+.{d}f} "
+                f"{_metric_title(c)}: {c.best_label} vs {c.runner_up_label} {_signed(c.mean_difference)} "
                 f"({stat}{c.n_pairs} pairs): {_verdict(c)}"
             )
             lines += textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="      ")
@@ -215,11 +220,10 @@ def summary_markdown(sweep_name: str, summary: pd.DataFrame, comparisons: pd.Dat
         table["n"] = n_max
         for v in variants:
             sub = group[group["metric"] == v]
-            d = _decimals(sub["mean"])
             head = sub["metric_label"].iloc[0] if len(variants) > 1 else name
-            table[head] = [_cell(r, d, n, markdown=True) for r, n in zip(sub.itertuples(index=False), n_max)]
+            table[head] = [_cell(r, n, markdown=True) for r, n in zip(sub.itertuples(index=False), n_max)]
             table[f"95% CI {head}" if len(variants) > 1 else "95% CI"] = [
-                "n/a" if _missing(r.ci_low) else f"[{_num(r.ci_low, d)}, {_num(r.ci_high, d)}]"
+                "n/a" if _missing(r.ci_low) else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]{' clipped' * r.ci_clipped}"
                 for r in sub.itertuples(index=False)
             ]
         out += [table.to_markdown(index=False), ""]
@@ -256,8 +260,7 @@ def cells_text(table: pd.DataFrame, metric_columns: list[str], labels: dict[str,
         cols = [c for c in metric_columns if c.split("@")[0] == name]
         columns = []
         for c in cols:
-            d = _decimals(table[c])
             label = labels.get(c, c)
-            columns.append((label[len(name) :].strip() or name, [_num(v, d) for v in table[c]]))
+            columns.append((label[len(name) :].strip() or name, [_num(v) for v in table[c]]))
         lines += _blocks(name, labels_rows, ["dataset", "method", "seed"], columns, width)
     return "\n".join(lines).lstrip("\n")

@@ -20,8 +20,10 @@ from lab_assets.core.input_files import InputError
 from lab_assets.core.settings import (
     DAGSTER_HOME_VAR,
     HOME_VAR,
+    PLUGINS_VAR,
     PROJECT_DIR_VAR,
     dagster_home,
+    lab_plugins,
     project_dir,
     resolve_path,
 )
@@ -63,11 +65,29 @@ def sweep_paths(tree: Path) -> list[str]:
     return sorted(str(p.relative_to(tree)) for p in (tree / "sweeps").glob("*.yaml"))
 
 
+def plugins_of(tree: Path) -> str:
+    """LAB_PLUGINS as `tree` has them: a module of the project folder that `tree` lacks (a change
+    that adds a lab's first `plugins/`) is left out, as the base had no such plugin (its cells are
+    new in the change); modules of the environment are kept."""
+    project = project_dir()
+
+    def files(module: str) -> list[str]:
+        stem = module.replace(".", "/")
+        return [f"{stem}.py", f"{stem}/__init__.py"]
+
+    return ",".join(
+        m
+        for m in lab_plugins()
+        if not any((project / f).is_file() for f in files(m)) or any((tree / f).is_file() for f in files(m))
+    )
+
+
 def probe(tree: Path, paths: list[str], scratch: Path) -> dict:
     """Every version a plan compares, as `tree`'s own code computes them."""
     env = dict(os.environ)  # the tree's package first; plugins and the rest of the import path as they are
     env |= {
         "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
+        PLUGINS_VAR: plugins_of(tree),
         PROJECT_DIR_VAR: str(tree),
         HOME_VAR: str(scratch / "lab"),
         DAGSTER_HOME_VAR: str(scratch / "dagster"),
@@ -86,16 +106,22 @@ def probe(tree: Path, paths: list[str], scratch: Path) -> dict:
 
 
 def price(impacts: list[SweepImpact]) -> None:
-    """Each stale cell's recorded wall seconds, from the lab home's instance when it has one."""
+    """Where the lab home has an instance: each affected cell's recorded wall seconds, and how
+    many of each sweep's cells never ran there (missing)."""
     if not (dagster_home() / "dagster.yaml").exists():
         return
-    from lab_assets.defs.recorded_cost import recorded_seconds
+    from lab_assets.defs.recorded_cost import never_run, recorded_seconds
     from lab_assets.runtime.instance import get_instance
 
+    instance = get_instance()
+    missing = never_run(instance, [c for s in impacts for c in s.cell_keys])
+    for s in impacts:
+        if not s.error:
+            s.missing = sum(c in missing for c in s.cell_keys)
     cells = [c.cell for s in impacts for c in s.stale]
     if not cells:
         return
-    seconds = recorded_seconds(get_instance(), cells)
+    seconds = recorded_seconds(instance, cells)
     for s in impacts:
         for c in s.stale:
             recorded = seconds.get(c.cell, {})

@@ -45,7 +45,7 @@ class TrainResult:
     final_loss: float
     state_dict: dict[str, torch.Tensor]
     device: str  # where the model's weights were ("cuda:0", "cpu"): what lineage records
-    compiled: bool  # the steps went through torch.compile (`Backend.compile`, as `compile_choice` settled it)
+    compiled: bool  # the steps went through what torch.compile returned (asked for by `Backend.compile`)
 
 
 def lr_factor(progress: float, step: int, config: TrainConfig) -> float:
@@ -223,5 +223,5 @@ def train(
         final_loss=loss_f,
         state_dict={k: v.detach().cpu() for k, v in model.state_dict().items()},
         device=str(next(model.parameters()).device),
-        compiled=b.compile,
+        compiled=fwd is not model,  # what the steps went through, not what the backend asked for
     )
