@@ -4,14 +4,14 @@ the dataset's (`assets/latent/<data key>.parquet`), written the first time a ste
 
 Not an asset of its own: the dataset's table, data version and cells stay exactly as they were
 without it. The file is a function of what the dataset's file is (the step passes the dataset's
-`generated_by` and the generator its entry was given) plus the latent function's module.
+`generated_by` and the generator its entry was given) plus what the latent function's code means
+(its module and the science modules it imports, `core/canonical.py`).
 """
-
-import inspect
 
 import numpy as np
 
-from lab_assets.core import lineage, storage
+from lab_assets.core import canonical, storage
+from lab_assets.core.registry import digest
 from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.sweep import DataConfig
 
@@ -22,7 +22,8 @@ def latent(config: DataConfig, rng: np.random.Generator, generated_by: str) -> l
     if not ground_truth.has_latents(config.dataset):
         return None
     path = storage.asset_path("latent", config.key)
-    spec = f"{generated_by}|{lineage.module_version(inspect.getsourcefile(latents.LATENTS[config.dataset]))}"
+    code = canonical.closure([latents.LATENTS[config.dataset].__module__], ("lab_assets.dr",))
+    spec = f"{generated_by}|{digest({m: d for m, (_, d) in code.items()}, length=12)}"
     try:
         df, prov = storage.read_parquet_with_provenance(path)
         if prov.get("generated_by") == spec:
