@@ -3,6 +3,7 @@
 import dagster as dg
 
 from lab_assets.core import settings
+from lab_assets.defs.code_links import with_code_references
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import model_and_embedding
 from lab_assets.defs.assets.metrics import metrics
@@ -30,7 +31,9 @@ def executor() -> dg.ExecutorDefinition:
 
 
 defs = dg.Definitions(
-    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, sweep, *TRAINING_ASSETS],
+    assets=with_code_references(
+        [*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, sweep, *TRAINING_ASSETS]
+    ),
     jobs=[*SWEEP_JOBS, *STUDY_JOBS],
     sensors=[*SENSORS, study_loop],
     executor=executor(),
