@@ -31,7 +31,8 @@ import yaml
 from packaging.requirements import Requirement
 
 from lab_assets.cluster import deployment as cluster
-from lab_assets.cluster import free_port, instance
+from lab_assets.cluster import free_port
+from lab_assets.cluster.instance import K8S_INSTANCE, instance_config
 from lab_assets.cluster.postgres import Postgres
 from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
@@ -83,7 +84,7 @@ def test_k8s_instance_file_starts_on_postgres_and_materializes_a_cell(lab, postg
     from lab_assets.runtime.postgres_storage import ForwardOnlyPostgresEventLogStorage
 
     # k8s/base/dagster.yaml as shipped, only the host, port and database name overridden.
-    config = instance.instance_config(postgres_server.port, database)
+    config = instance_config(postgres_server.port, database)
     home = Path(os.environ["DAGSTER_HOME"])
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     (lab / "sweeps" / "one.yaml").write_text(ONE_CELL)
@@ -193,8 +194,8 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     """`lab cluster up`'s instance: a run not started within 3 minutes is failed (and retried), not
     after the 20 minutes a GPU pod may need; nothing else differs from the k8s file but the
     Postgres address and the launcher."""
-    shipped = yaml.safe_load(instance.K8S_INSTANCE.read_text())
-    config = instance.instance_config(5433, "lab", str(tmp_path / "runs"))
+    shipped = yaml.safe_load(K8S_INSTANCE.read_text())
+    config = instance_config(5433, "lab", str(tmp_path / "runs"))
     assert config["run_monitoring"] == {
         **shipped["run_monitoring"],
         "start_timeout_seconds": 180,
@@ -205,11 +206,11 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     assert config["run_launcher"]["config"]["local"]["runs_dir"] == str(tmp_path / "runs")
     differs = {key for key in shipped if config[key] != shipped[key]}
     assert differs == {"storage", "run_launcher", "run_monitoring"}
-    assert instance.instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
+    assert instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
 
 
 def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
-    config = instance.instance_config(postgres_server.port, database)
+    config = instance_config(postgres_server.port, database)
     ours = write_instance(tmp_path / "ours", {"storage": config["storage"]})
     older, newer, row = replay_late_asset_row_update(ours)
     assert row == newer  # the row keeps the newest materialization
@@ -237,7 +238,7 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     to exit, its run left STARTING until run monitoring's 20-minute start timeout.)"""
     import time
 
-    config = {"storage": instance.instance_config(postgres_server.port, database)["storage"]}
+    config = {"storage": instance_config(postgres_server.port, database)["storage"]}
     existing = write_instance(tmp_path / "existing", config)
     (tmp_path / "new").mkdir()
     (tmp_path / "new" / "dagster.yaml").write_text(yaml.safe_dump(config))
@@ -283,7 +284,7 @@ def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, post
     just marked STARTING failed this way, at either query, and left the run never launched.)"""
     import sqlalchemy
 
-    instance = write_instance(tmp_path, {"storage": instance.instance_config(postgres_server.port, database)["storage"]})
+    instance = write_instance(tmp_path, {"storage": instance_config(postgres_server.port, database)["storage"]})
     run = instance.create_run_for_job(dg.GraphDefinition("noop").to_job())  # any run
     terminated = []
 
@@ -307,7 +308,7 @@ def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_se
 
     monkeypatch.setenv("DAGSTER_PG_PASSWORD", "not-the-password")
     (tmp_path / "dagster.yaml").write_text(
-        yaml.safe_dump({"storage": instance.instance_config(postgres_server.port, database)["storage"]})
+        yaml.safe_dump({"storage": instance_config(postgres_server.port, database)["storage"]})
     )
     start = time.monotonic()
     with pytest.raises(Exception, match="password authentication failed"):

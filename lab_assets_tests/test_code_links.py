@@ -13,6 +13,7 @@ import pytest
 from lab_assets.defs import code_links
 
 REPO = Path(__file__).resolve().parents[1]
+REFERENCES = "dagster/code_references"  # Dagster's key: the UI's "Code references"
 
 
 @pytest.mark.parametrize(
@@ -21,7 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
         ("git@github.com:lab/lab_assets.git", ("https://github.com/lab/lab_assets", "github")),
         ("https://github.com/lab/lab_assets.git", ("https://github.com/lab/lab_assets", "github")),
         ("https://someone:ghp_token@github.com/lab/lab_assets", ("https://github.com/lab/lab_assets", "github")),
-        ("ssh://git@gitlab.example.org:2222/group/sub/proj.git", ("https://gitlab.example.org/group/sub/proj", "gitlab")),
+        (
+            "ssh://git@gitlab.example.org:2222/group/sub/proj.git",
+            ("https://gitlab.example.org/group/sub/proj", "gitlab"),
+        ),
         ("https://bitbucket.org/lab/lab_assets.git", None),  # a host Dagster cannot link to
         ("/srv/git/lab_assets.git", None),
         ("file:///srv/git/lab_assets.git", None),
@@ -82,8 +86,8 @@ def test_every_asset_of_the_definitions_references_its_module():
     assert len(graph.get_all_asset_keys()) >= 10
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
-        refs = dg.CodeReferencesMetadataSet.extract(node.metadata).code_references
-        assert refs is not None and len(refs.code_references) == 1, key
+        refs = node.metadata.get(REFERENCES)
+        assert isinstance(refs, dg.CodeReferencesMetadataValue) and len(refs.code_references) == 1, key
         (ref,) = refs.code_references
         if repo is None:
             file = Path(ref.file_path)
@@ -104,7 +108,7 @@ def test_with_a_remote_the_references_are_pages_of_the_repository_at_the_commit(
     source = (REPO / "lab_assets" / "defs" / "assets" / "experiments.py").read_text().splitlines()
     line = next(i for i, text in enumerate(source, 1) if text.startswith("def model_and_embedding("))
     for key in linked.keys:
-        (ref,) = dg.CodeReferencesMetadataSet.extract(linked.metadata_by_key[key]).code_references.code_references
+        (ref,) = linked.metadata_by_key[key][REFERENCES].code_references
         url = "https://github.com/lab/lab_assets/tree/0123abc/lab_assets/defs/assets/experiments.py"
         assert ref.url.split("#")[0] == url
         # Dagster's line: the function's first line, its decorator included.
@@ -154,7 +158,10 @@ def test_a_cells_materialization_links_to_its_methods_and_datasets_own_source_fi
     for r in records:
         meta = r.asset_materialization.metadata
         method = meta["label"].value.split("| ")[1].split()[0]
-        for name, file in (("method", wanted[method]), ("dataset", REPO / "lab_assets" / "dr" / "datasets" / "manifolds.py")):
+        for name, file in (
+            ("method", wanted[method]),
+            ("dataset", REPO / "lab_assets" / "dr" / "datasets" / "manifolds.py"),
+        ):
             value = meta[f"{name}_source"]
             if isinstance(value, dg.UrlMetadataValue):  # a checkout with a remote: the file's page
                 repo = code_links.repository(code_links.PACKAGE)

@@ -8,7 +8,6 @@ knows); anywhere else (no git, no remote, the image) it is the local file's path
 
 from __future__ import annotations
 
-import inspect
 import re
 import subprocess
 from dataclasses import dataclass
@@ -66,13 +65,12 @@ def repository(folder: Path) -> Repository | None:
     first); None otherwise. Once per folder and process: two git calls."""
 
     def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=folder, capture_output=True, text=True, check=True, timeout=10
-        ).stdout
+        return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True, timeout=10).stdout
 
     try:
         top, commit = git("rev-parse", "--show-toplevel", "HEAD").split()
-        remotes = dict(line.split(maxsplit=1) for line in git("config", "--get-regexp", r"^remote\..*\.url$").splitlines())
+        listed = git("config", "--get-regexp", r"^remote\..*\.url$").splitlines()
+        remotes = dict(line.split(maxsplit=1) for line in listed)
     except (OSError, subprocess.SubprocessError, ValueError):  # not a checkout, no commit, no remote
         return None
     remote = remotes.get("remote.origin.url") or next(iter(remotes.values()))
@@ -107,7 +105,8 @@ def link(file: Path) -> str | None:
 
 def module_references(module_file: str) -> dict[str, dg.CodeReferencesMetadataValue]:
     """The `dagster/code_references` metadata of a module's assets that Dagster cannot reference
-    itself (observable source assets: `with_source_code_references` passes them by)."""
+    itself: observable source assets, which `with_source_code_references` passes by (and their
+    metadata is set only where they are declared)."""
     file = Path(module_file).resolve()
     url = link(file)
     reference = dg.LocalFileCodeReference(file_path=str(file)) if url is None else dg.UrlCodeReference(url=url)

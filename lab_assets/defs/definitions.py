@@ -3,7 +3,6 @@
 import dagster as dg
 
 from lab_assets.core import settings
-from lab_assets.defs.code_links import with_code_references
 from lab_assets.defs.assets.datasets import dataset, raw_dataset
 from lab_assets.defs.assets.experiments import model_and_embedding
 from lab_assets.defs.assets.metrics import metrics
@@ -11,6 +10,7 @@ from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.specs import SPECS
 from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import TRAINING_ASSETS
+from lab_assets.defs.code_links import with_code_references
 from lab_assets.defs.jobs import STUDY_JOBS, SWEEP_JOBS
 from lab_assets.defs.sensors import SENSORS
 from lab_assets.defs.study_sensor import study_loop
