@@ -32,7 +32,7 @@ from packaging.requirements import Requirement
 
 from lab_assets.cluster import deployment as cluster
 from lab_assets.cluster import free_port
-from lab_assets.cluster.instance import K8S_INSTANCE, instance_config
+from lab_assets.cluster.instance import K8S_INSTANCE, K8S_WORKSPACE, instance_config
 from lab_assets.cluster.postgres import Postgres
 from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
@@ -207,6 +207,17 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     differs = {key for key in shipped if config[key] != shipped[key]}
     assert differs == {"storage", "run_launcher", "run_monitoring"}
     assert instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
+
+
+def test_the_k8s_files_the_cluster_reads_are_its_packages_data_and_link_to_k8s_base():
+    """What a non-editable install ships (the slow test installs one): the files `up` reads are
+    matched by the package data declared for their package, and are k8s/base's own."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = K8S_INSTANCE.parent.parent
+    shipped = {p for pattern in declared[cluster.__package__] for p in package.glob(pattern)}
+    assert {K8S_INSTANCE, K8S_WORKSPACE} <= shipped
+    for file in (K8S_INSTANCE, K8S_WORKSPACE):
+        assert file.resolve() == REPO / "k8s" / "base" / file.name
 
 
 def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
