@@ -54,15 +54,13 @@ def checkout(tmp_path):
 def test_a_tracked_file_links_to_its_page_at_the_commit_only_when_the_checkout_has_a_remote(checkout):
     module = (checkout / "pkg" / "mod.py").resolve()
     assert code_links.link(module) is None  # no remote: the local path is shown instead
-    code_links.repository.cache_clear()
-    code_links.link.cache_clear()
+    code_links.read_checkout.cache_clear()
     git(checkout, "remote", "add", "origin", "git@github.com:lab/mine.git")
     sha = git(checkout, "rev-parse", "HEAD")
     assert code_links.link(module) == f"https://github.com/lab/mine/tree/{sha}/pkg/mod.py"
     (checkout / "pkg" / "untracked.py").write_text("Y = 2\n")  # a venv's file inside a checkout, say
     assert code_links.link((checkout / "pkg" / "untracked.py").resolve()) is None
-    code_links.repository.cache_clear()
-    code_links.link.cache_clear()
+    code_links.read_checkout.cache_clear()
 
 
 # Where the assets a person looks for first are defined (the rest: any module under defs/assets/).
@@ -102,7 +100,7 @@ def test_every_asset_of_the_definitions_references_its_module():
 def test_with_a_remote_the_references_are_pages_of_the_repository_at_the_commit(monkeypatch):
     from lab_assets.defs.assets.experiments import model_and_embedding
 
-    repo = code_links.Repository(REPO, "https://github.com/lab/lab_assets", "0123abc", "github")
+    repo = code_links.Repository(REPO, "https://github.com/lab/lab_assets", "0123abc", "github", frozenset())
     monkeypatch.setattr(code_links, "repository", lambda folder: repo)
     (linked,) = code_links.with_code_references([model_and_embedding])
     source = (REPO / "lab_assets" / "defs" / "assets" / "experiments.py").read_text().splitlines()

@@ -30,6 +30,7 @@ class Repository:
     url: str  # its web page, https://host/owner/name
     commit: str
     platform: str  # "github" or "gitlab"
+    tracked: frozenset[str]  # the files git tracks, relative to `top` ("pkg/mod.py")
 
     @property
     def mapping(self) -> dg.AnchorBasedFilePathMapping:
@@ -59,23 +60,32 @@ def web_url(remote: str) -> tuple[str, str] | None:
     return f"https://{host}/{path.removesuffix('/').removesuffix('.git')}", platform
 
 
-@cache
 def repository(folder: Path) -> Repository | None:
-    """The git checkout holding `folder`, when it has a remote on GitHub or GitLab (`origin`
-    first); None otherwise. Once per folder and process: two git calls."""
+    """The git checkout holding `folder` (found without git: the nearest folder with a `.git`),
+    when it has a remote on GitHub or GitLab; None otherwise."""
+    folder = folder.resolve()
+    top = next((p for p in (folder, *folder.parents) if (p / ".git").exists()), None)
+    return None if top is None else read_checkout(top)
+
+
+@cache
+def read_checkout(top: Path) -> Repository | None:
+    """Its commit, remote (`origin` first) and tracked files: three git calls, once per checkout
+    and process (the definitions load them, so every run process does)."""
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True, timeout=10).stdout
+        return subprocess.run(["git", *args], cwd=top, capture_output=True, text=True, check=True, timeout=10).stdout
 
     try:
-        top, commit = git("rev-parse", "--show-toplevel", "HEAD").split()
         listed = git("config", "--get-regexp", r"^remote\..*\.url$").splitlines()
         remotes = dict(line.split(maxsplit=1) for line in listed)
-    except (OSError, subprocess.SubprocessError, ValueError):  # not a checkout, no commit, no remote
+        commit = git("rev-parse", "HEAD").strip()
+    except (OSError, subprocess.SubprocessError, ValueError):  # no remote, no commit, not git's
         return None
-    remote = remotes.get("remote.origin.url") or next(iter(remotes.values()))
-    found = web_url(remote.strip())
-    return None if found is None else Repository(Path(top), found[0], commit, found[1])
+    found = web_url((remotes.get("remote.origin.url") or next(iter(remotes.values()))).strip())
+    if found is None:
+        return None
+    return Repository(top, found[0], commit, found[1], frozenset(git("ls-files", "-z").split("\0")))
 
 
 def with_code_references(assets: list) -> list:
@@ -92,15 +102,13 @@ def with_code_references(assets: list) -> list:
     )
 
 
-@cache
 def link(file: Path) -> str | None:
     """The web page of a file tracked in a checkout with a remote; None for any other (a plugin
     installed into a virtual environment inside a checkout is not the checkout's)."""
     repo = repository(file.parent)
-    if repo is None:
+    if repo is None or file.relative_to(repo.top).as_posix() not in repo.tracked:
         return None
-    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", file.name], cwd=file.parent, capture_output=True)
-    return repo.url_of(file) if tracked.returncode == 0 else None
+    return repo.url_of(file)
 
 
 def module_references(module_file: str) -> dict[str, dg.CodeReferencesMetadataValue]:
