@@ -140,12 +140,11 @@ def up(
     try:
         _start_postgres(state, creds)
         env = _write_instance(state, creds)
-        s3 = None if s3_endpoint else _start_moto(state, env)
-        grpc = _start_code_server(state, env)
+        s3 = _start_moto(state, env) if s3_endpoint is None else None
+        grpc = _start_code_server(state, env)  # moto and the code server start side by side
         if s3 is not None:
             _wait_for_moto(state, env, s3)
-        what = "the code server (dagster api grpc)"
-        _wait_for(state, "code-server", grpc, lambda: port_open(state.grpc_port), timeout, what)
+        _wait_for_code_server(state, grpc, timeout)
         _start_webserver_and_daemon(state, env, timeout)
     except BaseException:
         down(Path(state.folder))
@@ -215,6 +214,11 @@ def _start_code_server(state: State, env: dict[str, str]) -> subprocess.Popen:
 def _wait_for_moto(state: State, env: dict[str, str], s3: subprocess.Popen) -> None:
     _wait_for(state, "s3", s3, lambda: _http_ok(f"{state.s3_endpoint}/"), 60, "the S3 server (moto)")
     _create_bucket(env)
+
+
+def _wait_for_code_server(state: State, grpc: subprocess.Popen, timeout: float) -> None:
+    what = "the code server (dagster api grpc)"
+    _wait_for(state, "code-server", grpc, lambda: port_open(state.grpc_port), timeout, what)
 
 
 def _start_webserver_and_daemon(state: State, env: dict[str, str], timeout: float) -> None:
