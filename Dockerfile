@@ -56,7 +56,7 @@ RUN set -eux; \
 # the project folder (LAB_PROJECT_DIR): sweeps/, workspace.yaml, the laptop dagster.yaml.
 # No git in the image: lineage records the commit as "unknown" here.
 COPY lab_assets ./lab_assets
-# What `lab cluster up` reads from k8s/base/, as package data (lab_assets/cli/cluster_files/ links to it).
+# What `lab cluster up` reads from k8s/base/, as package data (lab_assets/cluster/k8s_base/ links to it).
 COPY k8s/base/dagster.yaml k8s/base/workspace.yaml ./k8s/base/
 COPY sweeps ./sweeps
 COPY workspace.yaml dagster.yaml ./

@@ -30,7 +30,10 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from lab_assets.cli import cluster
+from lab_assets.cluster import deployment as cluster
+from lab_assets.cluster import free_port
+from lab_assets.cluster.instance import K8S_INSTANCE, K8S_WORKSPACE, instance_config
+from lab_assets.cluster.postgres import Postgres
 from lab_assets.core.processes import alive
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
@@ -51,7 +54,7 @@ metrics:
 def postgres_server():
     """One private PostgreSQL server per test process (fsync off); each test gets a database."""
     folder = tempfile.mkdtemp(prefix="lab-test-pg-")  # reachable by the postgres user when root
-    server = cluster.Postgres(folder, cluster.free_port(), secrets.token_urlsafe(12), fast=True)
+    server = Postgres(folder, free_port(), secrets.token_urlsafe(12), fast=True)
     server.init()
     server.start()
     yield server
@@ -81,7 +84,7 @@ def test_k8s_instance_file_starts_on_postgres_and_materializes_a_cell(lab, postg
     from lab_assets.runtime.postgres_storage import ForwardOnlyPostgresEventLogStorage
 
     # k8s/base/dagster.yaml as shipped, only the host, port and database name overridden.
-    config = cluster.instance_config(postgres_server.port, database)
+    config = instance_config(postgres_server.port, database)
     home = Path(os.environ["DAGSTER_HOME"])
     (home / "dagster.yaml").write_text(yaml.safe_dump(config))
     (lab / "sweeps" / "one.yaml").write_text(ONE_CELL)
@@ -191,8 +194,8 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     """`lab cluster up`'s instance: a run not started within 3 minutes is failed (and retried), not
     after the 20 minutes a GPU pod may need; nothing else differs from the k8s file but the
     Postgres address and the launcher."""
-    shipped = yaml.safe_load(cluster.K8S_INSTANCE.read_text())
-    config = cluster.instance_config(5433, "lab", str(tmp_path / "runs"))
+    shipped = yaml.safe_load(K8S_INSTANCE.read_text())
+    config = instance_config(5433, "lab", str(tmp_path / "runs"))
     assert config["run_monitoring"] == {
         **shipped["run_monitoring"],
         "start_timeout_seconds": 180,
@@ -203,11 +206,22 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
     assert config["run_launcher"]["config"]["local"]["runs_dir"] == str(tmp_path / "runs")
     differs = {key for key in shipped if config[key] != shipped[key]}
     assert differs == {"storage", "run_launcher", "run_monitoring"}
-    assert cluster.instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
+    assert instance_config(5433, "lab")["run_monitoring"] == shipped["run_monitoring"]  # no launcher swapped
+
+
+def test_the_k8s_files_the_cluster_reads_are_its_packages_data_and_link_to_k8s_base():
+    """What a non-editable install ships (the slow test installs one): the files `up` reads are
+    matched by the package data declared for their package, and are k8s/base's own."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = K8S_INSTANCE.parent.parent
+    shipped = {p for pattern in declared[cluster.__package__] for p in package.glob(pattern)}
+    assert {K8S_INSTANCE, K8S_WORKSPACE} <= shipped
+    for file in (K8S_INSTANCE, K8S_WORKSPACE):
+        assert file.resolve() == REPO / "k8s" / "base" / file.name
 
 
 def test_postgres_asset_row_race_is_replayed_and_fixed(tmp_path, postgres_server, database):
-    config = cluster.instance_config(postgres_server.port, database)
+    config = instance_config(postgres_server.port, database)
     ours = write_instance(tmp_path / "ours", {"storage": config["storage"]})
     older, newer, row = replay_late_asset_row_update(ours)
     assert row == newer  # the row keeps the newest materialization
@@ -235,7 +249,7 @@ def test_a_process_rides_out_a_20_s_postgres_outage(tmp_path, postgres_server, d
     to exit, its run left STARTING until run monitoring's 20-minute start timeout.)"""
     import time
 
-    config = {"storage": cluster.instance_config(postgres_server.port, database)["storage"]}
+    config = {"storage": instance_config(postgres_server.port, database)["storage"]}
     existing = write_instance(tmp_path / "existing", config)
     (tmp_path / "new").mkdir()
     (tmp_path / "new" / "dagster.yaml").write_text(yaml.safe_dump(config))
@@ -281,7 +295,7 @@ def test_a_run_read_whose_connection_postgres_drops_is_read_again(tmp_path, post
     just marked STARTING failed this way, at either query, and left the run never launched.)"""
     import sqlalchemy
 
-    instance = write_instance(tmp_path, {"storage": cluster.instance_config(postgres_server.port, database)["storage"]})
+    instance = write_instance(tmp_path, {"storage": instance_config(postgres_server.port, database)["storage"]})
     run = instance.create_run_for_job(dg.GraphDefinition("noop").to_job())  # any run
     terminated = []
 
@@ -305,7 +319,7 @@ def test_a_wrong_postgres_password_fails_at_once_naming_it(tmp_path, postgres_se
 
     monkeypatch.setenv("DAGSTER_PG_PASSWORD", "not-the-password")
     (tmp_path / "dagster.yaml").write_text(
-        yaml.safe_dump({"storage": cluster.instance_config(postgres_server.port, database)["storage"]})
+        yaml.safe_dump({"storage": instance_config(postgres_server.port, database)["storage"]})
     )
     start = time.monotonic()
     with pytest.raises(Exception, match="password authentication failed"):
@@ -417,7 +431,7 @@ def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster)
     through its public command (`dagster-daemon run`, not a private module) and imports the
     installed copy (`up` waited for the code location: the definitions loaded). The runs of the
     other tests on this cluster import it too."""
-    packaged = installed.site / "lab_assets" / "cli" / "cluster_files"
+    packaged = installed.site / "lab_assets" / "cluster" / "k8s_base"
     for name in ("dagster.yaml", "workspace.yaml"):
         assert not (packaged / name).is_symlink()
         assert (packaged / name).read_bytes() == (REPO / "k8s" / "base" / name).read_bytes()
@@ -451,7 +465,7 @@ def test_lab_cluster_up_runs_from_a_non_editable_install(installed, lab_cluster)
     ],
 )
 def test_an_unusable_s3_endpoint_is_refused_before_anything_starts(lab, endpoint, why):
-    port = cluster.free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     endpoint, why = endpoint.format(port=port), why.format(port=port)
     out = lab_cli("cluster", "up", "--dir", str(lab / "cluster"), "--s3-endpoint", endpoint, cwd=lab)
     assert out.returncode == 1
@@ -771,7 +785,7 @@ def test_postgres_stopped_for_10_s_during_a_sweep_then_a_rerun_completes(lab, la
         )
 
     wait_for(cells_running, 180, "the cells' runs")
-    pg = cluster.Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
+    pg = Postgres(lab_cluster.pg_folder, lab_cluster.pg_port)
     pg.stop()
     time.sleep(10)
     pg.start()

@@ -741,7 +741,7 @@ def test_dockerfile_matches_the_deployment():
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv/", ".lab/", ".git/", "**/__pycache__/"} <= set(ignored)
     # The package data's links resolve in the build context: their targets are copied and not ignored.
-    for link in (REPO / "lab_assets" / "cli" / "cluster_files").iterdir():
+    for link in (REPO / "lab_assets" / "cluster" / "k8s_base").iterdir():
         target = link.resolve().relative_to(REPO).as_posix()
         assert f"!{target}" in ignored and any(line.startswith("COPY ") and target in line.split() for line in lines), (
             target

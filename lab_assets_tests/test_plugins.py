@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 import pytest
 from sklearn.manifold import trustworthiness
@@ -22,6 +23,7 @@ from lab_assets.core.registry import Entry, RegistryError, package_version
 from lab_assets.core.storage import asset_path, parquet_frame, parquet_provenance
 from lab_assets.defs.assets.datasets import GENERATE_STREAM, features, rng
 from lab_assets.dr.metrics import METRICS
+from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import TINY_SWEEP, lab_cli
 
 PYPROJECT = """[build-system]
@@ -283,6 +285,16 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     prov = parquet_provenance(asset_path("embedding", by_method["shuffled"][0][1]))
     assert prov["config"]["estimator"] == "mylab.reducers:Shuffled" and prov["config"]["method"] == "shuffled"
     assert prov["packages"]["mylab"] == "0.1.0"
+    # Each cell's materialization links to its method's and dataset's own files (defs/code_links.py).
+    own = {"scaled": mylab / "scaled.py", "shuffled": mylab / "reducers.py", "ring": mylab / "ring.py"}
+    own["swissroll"] = Path(__file__).resolve().parents[1] / "lab_assets" / "dr" / "datasets" / "manifolds.py"
+    records = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=10).records
+    assert len(records) == 4
+    for r in records:
+        meta = r.asset_materialization.metadata
+        dataset, method = (part.split()[0] for part in meta["label"].value.split(" | "))
+        assert Path(meta["method_source"].path) == own[method].resolve() and own[method].is_file()
+        assert Path(meta["dataset_source"].path) == own[dataset].resolve() and own[dataset].is_file()
 
     # A real edit of the plugin's method module: its cells only.
     source = mylab / "scaled.py"

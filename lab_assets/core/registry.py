@@ -173,13 +173,17 @@ class Entry:
             warnings.filterwarnings("ignore", "Field name .* shadows an attribute", UserWarning)
             return pydantic.create_model(f"{self.kind}_{self.name}", __config__=config, **fields)
 
+    @property
+    def own_module(self) -> str:
+        """The module of the entry's code: its function's, or the class's an `estimator:` names."""
+        # Unwrapped: a wrapper (mutmut's trampoline) lives in another module than the entry's code.
+        return self.module or inspect.unwrap(self.fn).__module__
+
     @cached_property
     def code_modules(self) -> dict[str, tuple[str, str]]:
         """{module: (file, digest by meaning)}: the entry's own module, its `sources=` and the
         science modules they import."""
-        # Unwrapped: a wrapper (mutmut's trampoline) lives in another module than the entry's code.
-        own = self.module or inspect.unwrap(self.fn).__module__
-        return canonical.closure([own, *self.sources], self.science, exclude=self.received)
+        return canonical.closure([self.own_module, *self.sources], self.science, exclude=self.received)
 
     @property
     def source_files(self) -> list[str]:

@@ -10,6 +10,7 @@ from lab_assets.defs.assets.reports import metric_table, report
 from lab_assets.defs.assets.specs import SPECS
 from lab_assets.defs.assets.sweeps import sweep
 from lab_assets.defs.assets.training import TRAINING_ASSETS
+from lab_assets.defs.code_links import with_code_references
 from lab_assets.defs.jobs import STUDY_JOBS, SWEEP_JOBS
 from lab_assets.defs.sensors import SENSORS
 from lab_assets.defs.study_sensor import study_loop
@@ -30,7 +31,9 @@ def executor() -> dg.ExecutorDefinition:
 
 
 defs = dg.Definitions(
-    assets=[*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, sweep, *TRAINING_ASSETS],
+    assets=with_code_references(
+        [*SPECS, raw_dataset, dataset, model_and_embedding, metrics, metric_table, report, sweep, *TRAINING_ASSETS]
+    ),
     jobs=[*SWEEP_JOBS, *STUDY_JOBS],
     sensors=[*SENSORS, study_loop],
     executor=executor(),

@@ -15,9 +15,11 @@ from lab_assets.core.checkpoints import Checkpoint
 from lab_assets.defs import cached, checks, inflight, integrity, latent_table, step_versions
 from lab_assets.defs.assets.datasets import GENERATE_STREAM, content_version, dataset, features, generated_by, rng
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
+from lab_assets.defs.code_links import source_links
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
+from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import true_latent
 from lab_assets.dr.sweep import readable_labels
 
@@ -176,6 +178,7 @@ def _embedding_result(context, df, Z, prov, t, path, data, method, rows, notes, 
                 prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)
             ),
             **cached.metadata(hit),
+            **source_links(method=method.entry, dataset=DATASETS[data.dataset]),
         },
         data_version=content_version(df),
         check_results=checks.check_embedding(Z, rows, method.params.get("n_components")),

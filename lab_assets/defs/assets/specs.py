@@ -20,6 +20,7 @@ import dagster as dg
 from lab_assets.core import canonical, key_records, keys, version_lock
 from lab_assets.core.registry import SCIENCE, digest
 from lab_assets.defs import step_versions
+from lab_assets.defs.code_links import module_references
 from lab_assets.defs.partitions import CELL, SWEEP
 from lab_assets.dr import keystore
 from lab_assets.dr.datasets import DATASETS
@@ -28,6 +29,7 @@ from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
 from lab_assets.runtime.data_versions import last_data_versions, observe
 
 GROUP = "specs"
+CODE_REFERENCES = module_references(__file__)  # the UI's link to this module (observable assets have no other)
 SUITE_RECORDS = "metric_suite"  # key records of observed metric suites, by version (content-addressed)
 # The shared kNN code every metric receives (and what it imports: the ranks' numba kernels), read
 # by meaning without importing it: part of every column's version, not of each metric's.
@@ -168,19 +170,19 @@ def cell_suites(sweeps: list[Sweep]) -> dict[str, list[MetricConfig]]:
     return {cell: [c[k] for k in sorted(c)] for cell, c in suites.items()}
 
 
-@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP, metadata=CODE_REFERENCES)
 def data_spec() -> dg.DataVersionsByPartition:
     """Identity of each cell's dataset config: generator code, library versions, parameters, seed."""
     return dg.DataVersionsByPartition({c: data_version(keystore.data_config(d)) for c, d, _ in registered_cells()})
 
 
-@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP, metadata=CODE_REFERENCES)
 def method_spec() -> dg.DataVersionsByPartition:
     """Identity of each cell's method config: method code, library versions, parameters."""
     return dg.DataVersionsByPartition({c: method_version(keystore.method_config(m)) for c, _, m in registered_cells()})
 
 
-@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=CELL, group_name=GROUP, metadata=CODE_REFERENCES)
 def metric_spec(context) -> dg.DataVersionsByPartition:
     """Identity of each cell's metric suite: the columns its sweeps ask for, each with the code
     version of its metric (its module plus the shared kNN code)."""
@@ -193,7 +195,7 @@ def metric_spec(context) -> dg.DataVersionsByPartition:
     return dg.DataVersionsByPartition(versions)
 
 
-@dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=SWEEP, group_name=GROUP, metadata=CODE_REFERENCES)
 def sweep_spec() -> dg.DataVersionsByPartition:
     """Identity of each sweep's report: its cells in order, their labels and its metric columns."""
     return dg.DataVersionsByPartition({s.name: sweep_version(s) for s in keystore.sweeps()})

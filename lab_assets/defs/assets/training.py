@@ -17,6 +17,7 @@ import dagster as dg
 from lab_assets.core import key_records, keys, lineage, storage
 from lab_assets.core.diverged import TrainingDiverged
 from lab_assets.defs import step_versions
+from lab_assets.defs.code_links import module_references
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CORPUS, STUDY, TRIAL_CELL, TRIAL_TO_CORPUS
 from lab_assets.training import corpus as corpora
@@ -142,7 +143,7 @@ def ledger_version(study: str) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16] if rows else "empty"
 
 
-@dg.observable_source_asset(partitions_def=STUDY, group_name=GROUP)
+@dg.observable_source_asset(partitions_def=STUDY, group_name=GROUP, metadata=module_references(__file__))
 def study_ledger() -> dg.DataVersionsByPartition:
     """Each study's ledger (one row per trial, an object each; TSV and Parquet views beside them)."""
     return dg.DataVersionsByPartition({name: ledger_version(name) for name in key_records.keys("study")})
