@@ -238,12 +238,12 @@ def test_k_limits_are_refused_with_the_field_named():
 
 
 def test_shared_search_covers_rnx_auc_k_max():
-    from lab_assets.dr.metrics import neighbours_needed
+    from lab_assets.dr.sweep import MetricConfig
 
-    assert neighbours_needed({"k_max": 100}) == 100
-    assert neighbours_needed({"k_max": "all"}) == 0
-    assert neighbours_needed({"k": 15, "space": "data"}) == 15
-    assert neighbours_needed({"n_pairs": 20000}) == 0
+    assert MetricConfig("rnx_auc", {"k_max": 100}).neighbours == 100
+    assert MetricConfig("rnx_auc", {"k_max": "all"}).neighbours == 0
+    assert MetricConfig("lid", {"k": 15, "space": "data"}).neighbours == 15
+    assert MetricConfig("spearman_distance_correlation", {"n_pairs": 20000}).neighbours == 0
 
 
 def spearman(a, b):

@@ -113,6 +113,13 @@ class MetricConfig:
         args = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
         return f"{self.metric}@{args}" if args else self.metric
 
+    @property
+    def neighbours(self) -> int:
+        """How many nearest neighbours the column reads from the shared search: its `k`, or its
+        `k_max` when that is a number (`rnx_auc`). Here, not in `dr/metrics/__init__.py`, which is
+        part of every metric's code version."""
+        return max((v for p, v in self.params.items() if p in ("k", "k_max") and isinstance(v, int)), default=0)
+
 
 @dataclass(frozen=True)
 class Sweep:

@@ -29,7 +29,7 @@ from lab_assets.defs.assets.specs import column_digest, column_versions, metric_
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
 from lab_assets.dr import keystore
-from lab_assets.dr.metrics import METRICS, NotApplicable, neighbours_needed
+from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import MetricConfig
 from lab_assets.runtime.data_versions import last_data_version
 
@@ -70,7 +70,7 @@ def compute_columns(
 
     labels = None if label_kind(table["label"]) == "none" else table["label"].to_numpy()
     recon = emb[RECONSTRUCTION_COLUMN].to_numpy() if RECONSTRUCTION_COLUMN in emb else None
-    k_max = max((neighbours_needed(m.params) for m in suite), default=0)
+    k_max = max((m.neighbours for m in suite), default=0)
     neighborhoods = GroundTruthNeighborhoods(
         features(table),
         embedding_coordinates(emb),

@@ -15,12 +15,6 @@ from lab_assets.core.registry import Registry, Shape
 METRICS = Registry("metric", __name__, first="nb", receives=("lab_assets.dr.metrics.neighbors",))
 
 
-def neighbours_needed(params: dict[str, Any]) -> int:
-    """How many nearest neighbours a metric with these parameters reads from the shared search:
-    its `k`, or its `k_max` when that is a number (`rnx_auc`)."""
-    return max((v for p, v in params.items() if p in ("k", "k_max") and isinstance(v, int)), default=0)
-
-
 def k_below_points(params: dict[str, Any], shape: Shape) -> dict[str, str]:
     """Limits: k neighbours of a point need k + 1 points (the kNN search is shared)."""
     n, k = shape.points, params.get("k")
