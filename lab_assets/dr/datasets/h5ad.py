@@ -10,6 +10,7 @@ defs/assets/datasets.py). docs/single-cell.md is the user's guide.
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Annotated, Any
@@ -132,8 +133,7 @@ def _legacy_layout(p) -> Layout:
     def matrix(m) -> Matrix:
         return Matrix(int(m.shape[0]), int(m.shape[1]), sparse=sparse.issparse(m) or hasattr(m, "format"))
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # anndata moving old fields into place
+    with _quiet():
         adata = ad.read_h5ad(p, backed="r")
     try:
         return Layout(
@@ -147,6 +147,18 @@ def _legacy_layout(p) -> Layout:
         )
     finally:
         adata.file.close()
+
+
+@contextmanager
+def _quiet():
+    """anndata's notes on a file written before its encoding (fields moved into place, elements
+    without encoding metadata) say nothing about the data read."""
+    import anndata as ad
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", ad.OldFormatWarning)
+        yield
 
 
 @lru_cache(maxsize=16)
@@ -339,8 +351,7 @@ def h5ad(
     problems = _problems(params)[1]
     if problems:
         raise ValueError(next(iter(problems.values())))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # anndata moving an old file's fields into place
+    with _quiet():
         adata = ad.read_h5ad(_path(path))
     labels, names = _labels(adata.obs[label]) if label is not None else (None, None)
     if obsm is not None:
