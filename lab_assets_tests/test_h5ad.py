@@ -331,3 +331,26 @@ def test_the_scatter_of_named_classes_has_a_legend_in_their_colours():
     for i, colour in enumerate(thumbnail.TAB10[:3]):
         rows = np.flatnonzero((panel == colour).all(axis=2).any(axis=1))
         assert 4 + i * thumbnail.LEGEND_LINE <= rows.min() and rows.max() < 4 + (i + 1) * thumbnail.LEGEND_LINE
+
+
+def test_the_report_grid_names_the_classes_in_their_colours():
+    from matplotlib import colormaps
+
+    from lab_assets.dr.figures import embeddings_figure
+
+    codes = np.repeat(np.arange(3), 20)
+    table = pd.DataFrame({"label": codes, "label_name": pd.Categorical.from_codes(codes, categories=CELL_TYPES)})
+    table["z0"], table["z1"] = np.arange(60.0), np.sin(np.arange(60.0))
+    fig = embeddings_figure(
+        {("pbmc", "pca"): table, ("pbmc", "umap"): table, ("blobs", "pca"): table.drop(columns="label_name")}
+    )
+    pbmc_row = fig.axes[1]  # the legend is right of its row's last panel
+    legend = pbmc_row.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == CELL_TYPES
+    spectral = colormaps["Spectral"]
+    for handle, colour in zip(legend.legend_handles, [spectral(0.0), spectral(0.5), spectral(1.0)]):
+        np.testing.assert_allclose(handle.get_color(), colour)
+    # The points: the same colour for the same class id as the legend's.
+    points = pbmc_row.collections[0]
+    np.testing.assert_allclose(points.to_rgba(points.get_array())[codes == 1][0], spectral(0.5))
+    assert fig.axes[3].get_legend() is None  # a row without names has none
