@@ -58,7 +58,7 @@ def write_counts(path: Path, cells: int, seed: int = 0) -> None:
     X = sparse.csr_matrix((values, cols.astype(np.int32), np.searchsorted(rows, np.arange(cells + 1))), (cells, GENES))
     with warnings.catch_warnings(), pd.option_context("future.infer_string", False):
         # anndata 0.12.6 writes plain object strings only (test_h5ad.py's `written`).
-        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", pd.errors.Pandas4Warning)
         obs = pd.DataFrame(
             {"cell_type": pd.Categorical.from_codes(kind, [f"type {t}" for t in range(TYPES)])},
             index=[f"c{i}" for i in range(cells)],

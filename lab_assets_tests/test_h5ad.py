@@ -37,7 +37,7 @@ def written(adata_of, path, *args):
     pandas 3 on Python 3.11: later 0.12 releases require pandas < 3, 0.13 Python 3.12) cannot
     write pandas 3's Arrow-backed strings, so its tables are built with plain object strings."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # pandas: the option goes away in pandas 4
+        warnings.simplefilter("ignore", pd.errors.Pandas4Warning)  # the option goes away in pandas 4
         with pd.option_context("future.infer_string", False):
             adata = adata_of(*args)
             adata.write_h5ad(path)
@@ -354,3 +354,45 @@ def test_the_report_grid_names_the_classes_in_their_colours():
     points = pbmc_row.collections[0]
     np.testing.assert_allclose(points.to_rgba(points.get_array())[codes == 1][0], spectral(0.5))
     assert fig.axes[3].get_legend() is None  # a row without names has none
+
+
+def test_a_sparse_h5ad_sweep_runs_end_to_end(lab, files):
+    """Sparse counts through `lab sweep run`'s code, log-normalized and still sparse: the dataset in
+    the sparse form with its cell types named, the embedding carrying the names, and the metrics
+    equal to scikit-learn's on the recipe's formula (what the methods received, densified within
+    the limit; continuous values, so no distance ties for the two to break differently)."""
+    from sklearn.manifold import trustworthiness
+    from sklearn.metrics import silhouette_score
+
+    from lab_assets.core import keys
+    from lab_assets.defs.assets.datasets import is_sparse
+    from lab_assets.dr.sweep import load_sweep
+    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets_tests.test_bad_input import latest
+
+    folder, adata = files
+    (lab / "sweeps" / "cells.yaml").write_text(
+        f"name: cells\ndata:\n  h5ad: {{path: {folder / 'sparse.h5ad'}, label: cell_type, normalize_total: 10000, log1p: true}}\n"
+        "seeds: [0]\n"
+        "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n  silhouette: {space: data}\n"
+    )
+    sweep = load_sweep(lab / "sweeps" / "cells.yaml")
+    result = run_sweep(sweep, workers=1)
+    assert not result.failed, result.failed
+    ((data_key, method_key),) = sweep.cells
+    cell = keys.cell_key(data_key, method_key)
+
+    meta = latest("dataset", cell)
+    assert meta["features"].value.startswith("sparse") and meta["label_names"].value == CELL_TYPES
+    assert meta["n_features"].value == 300
+    assert is_sparse(storage.read_parquet(storage.asset_path("dataset", data_key)))
+    embedding = storage.read_parquet(storage.asset_path("embedding", cell))
+    np.testing.assert_array_equal(embedding["label_name"].astype(str), adata.obs["cell_type"].astype(str))
+    assert "scatter" in latest("embedding", cell)
+
+    row = storage.read_parquet(storage.asset_path("metrics", cell)).iloc[0]
+    counts = adata.X.toarray().astype(np.float64)
+    X, Z = np.log1p(counts / counts.sum(axis=1, keepdims=True) * 1e4), embedding[["z0", "z1"]].to_numpy()
+    assert row["trustworthiness@k=5"] == pytest.approx(trustworthiness(X, Z, n_neighbors=5), abs=1e-12)
+    codes = adata.obs["cell_type"].cat.codes.to_numpy()
+    assert row["silhouette@n_points=5000,space=data"] == pytest.approx(silhouette_score(X, codes), abs=1e-9)

@@ -55,7 +55,7 @@ FRAME = (200, 200, 200)
 LEVELS = 32  # colours in the palette for continuous labels
 NO_LABEL = (31, 119, 180)
 # Named classes (cell types) get a legend to the plot's right: one line per class.
-LEGEND_WIDTH, LEGEND_LINE, LEGEND_CHARS = 130, 11, 20
+LEGEND_WIDTH, LEGEND_LINE, LEGEND_CHARS = 180, 11, 26
 
 
 def _palette(n: int) -> np.ndarray:
