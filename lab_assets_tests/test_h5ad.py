@@ -305,32 +305,34 @@ def test_file_dataset_table_is_unchanged(tmp_path):
     assert content_version(raw_frame(entry(rng(3, GENERATE_STREAM), **params), "key")).value == "cf780ac0c5a294f2"
 
 
-def test_the_scatter_of_named_classes_has_a_legend_in_their_colours():
-    """The UI's scatter of a cell-type-labelled embedding: each class in its own colour (tab10, as
-    integer classes get), and a legend to the right whose swatches have the same colours."""
+def test_the_colour_key_has_each_class_in_its_scatter_colour():
+    """The UI's colour key of a cell-type-labelled dataset: per class present, a swatch of the
+    colour every scatter of its embeddings gives that class, top to bottom by class id."""
     import io
 
     from PIL import Image
 
     from lab_assets.dr import thumbnail
 
+    codes = pd.Series(np.repeat([0, 2, 3], 30))  # class 1 has no cells: the scatter skips its colour too
+    names = ["T cell", "B cell", "NK cell", "Monocyte"]
     g = np.random.default_rng(0)
-    codes = np.repeat(np.arange(3), 50)
-    Z = g.normal(size=(150, 2)) + codes[:, None] * 4.0
-    named = pd.Series(pd.Categorical.from_codes(codes, categories=CELL_TYPES))
-    plain = Image.open(io.BytesIO(thumbnail.scatter_png(Z, pd.Series(codes)))).convert("RGB")
-    legend = Image.open(io.BytesIO(thumbnail.scatter_png(Z, named))).convert("RGB")
-    side = thumbnail.SIZE + 2
-    assert plain.size == (side, side) and legend.size == (side + thumbnail.LEGEND_WIDTH, side)
-    assert legend.crop((0, 0, side, side)).tobytes() == plain.tobytes()  # the plot itself: as for class ids
-    panel = np.asarray(legend)[:, side:]
-    colours = {tuple(c) for c in panel.reshape(-1, 3)}
-    assert {tuple(map(int, c)) for c in thumbnail.TAB10[:3]} <= colours  # a swatch per class
-    assert (0, 0, 0) in colours  # and its name, in black
-    # Each swatch sits on its class's line, top to bottom in the category order.
-    for i, colour in enumerate(thumbnail.TAB10[:3]):
-        rows = np.flatnonzero((panel == colour).all(axis=2).any(axis=1))
-        assert 4 + i * thumbnail.LEGEND_LINE <= rows.min() and rows.max() < 4 + (i + 1) * thumbnail.LEGEND_LINE
+    Z = g.normal(size=(90, 2)) + codes.to_numpy()[:, None] * 4.0
+    scatter = np.asarray(Image.open(io.BytesIO(thumbnail.scatter_png(Z, codes))).convert("RGB"))
+    key = np.asarray(Image.open(io.BytesIO(thumbnail.colour_key_png(codes, names))).convert("RGB"))
+    for line, c in enumerate([0, 2, 3]):
+        # The class's colour in the scatter: the pixel under one of its points.
+        x, y = Z[codes == c][0]
+        lo, hi = Z.min(axis=0), Z.max(axis=0)
+        col = round((x - lo[0]) / (hi[0] - lo[0]) * (thumbnail.SIZE - thumbnail.DOT - 1)) + 1
+        row = round((1 - (y - lo[1]) / (hi[1] - lo[1])) * (thumbnail.SIZE - thumbnail.DOT - 1)) + 1
+        colour = scatter[row, col]
+        swatch = key[2 + line * thumbnail.KEY_LINE + 5, 7]
+        np.testing.assert_array_equal(swatch, colour)
+    assert key.shape[0] == 4 + 3 * thumbnail.KEY_LINE  # three lines: the classes present
+    assert (key == 0).all(axis=2).any()  # their names, in black
+    many = pd.Series(np.arange(300))  # a gradient, not a colour per class: no key
+    assert thumbnail.colour_key_png(many, [str(i) for i in range(300)]) is None
 
 
 def test_the_report_grid_names_the_classes_in_their_colours():
@@ -358,14 +360,14 @@ def test_the_report_grid_names_the_classes_in_their_colours():
 
 def test_a_sparse_h5ad_sweep_runs_end_to_end(lab, files):
     """Sparse counts through `lab sweep run`'s code, log-normalized and still sparse: the dataset in
-    the sparse form with its cell types named, the embedding carrying the names, and the metrics
+    the sparse form with its cell types named (and their colour key), the report's names, and the metrics
     equal to scikit-learn's on the recipe's formula (what the methods received, densified within
     the limit; continuous values, so no distance ties for the two to break differently)."""
     from sklearn.manifold import trustworthiness
     from sklearn.metrics import silhouette_score
 
     from lab_assets.core import keys
-    from lab_assets.defs.assets.datasets import is_sparse
+    from lab_assets.defs.assets.datasets import is_sparse, with_names
     from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.sweeps import run_sweep
     from lab_assets_tests.test_bad_input import latest
@@ -386,8 +388,10 @@ def test_a_sparse_h5ad_sweep_runs_end_to_end(lab, files):
     assert meta["features"].value.startswith("sparse") and meta["label_names"].value == CELL_TYPES
     assert meta["n_features"].value == 300
     assert is_sparse(storage.read_parquet(storage.asset_path("dataset", data_key)))
+    assert meta["label_colours"].value.startswith("![colour key](data:image/png;base64,")
     embedding = storage.read_parquet(storage.asset_path("embedding", cell))
-    np.testing.assert_array_equal(embedding["label_name"].astype(str), adata.obs["cell_type"].astype(str))
+    named = with_names(embedding, data_key)  # what the report draws: names from the dataset's footer
+    np.testing.assert_array_equal(named["label_name"].astype(str), adata.obs["cell_type"].astype(str))
     assert "scatter" in latest("embedding", cell)
 
     row = storage.read_parquet(storage.asset_path("metrics", cell)).iloc[0]

@@ -54,8 +54,8 @@ TAB10 = np.array(
 FRAME = (200, 200, 200)
 LEVELS = 32  # colours in the palette for continuous labels
 NO_LABEL = (31, 119, 180)
-# Named classes (cell types) get a legend to the plot's right: one line per class.
-LEGEND_WIDTH, LEGEND_LINE, LEGEND_CHARS = 180, 11, 26
+# The colour key of a dataset whose classes have names (cell types): one line per class.
+KEY_WIDTH, KEY_LINE, KEY_CHARS, KEY_LINES = 190, 12, 28, 40
 
 
 def _palette(n: int) -> np.ndarray:
@@ -71,8 +71,6 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
     """Per point, an index into the returned palette (uint8 RGB rows)."""
     if labels is None or labels.isna().all():
         return np.zeros(n, dtype=np.int64), np.array([NO_LABEL], dtype=np.uint8)
-    if isinstance(labels.dtype, pd.CategoricalDtype):  # named classes (`label_name`): coloured by class id
-        labels = pd.Series(labels.cat.codes.to_numpy(dtype=np.int64))
     values = labels.to_numpy()
     if pd.api.types.is_integer_dtype(labels):
         classes, index = np.unique(values, return_inverse=True)
@@ -90,8 +88,7 @@ def _colour_index(labels: pd.Series | None, n: int) -> tuple[np.ndarray, np.ndar
 
 def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
     """A (SIZE + 2)-pixel square palette PNG (with its frame) of the points (z0, z1) (z1 = 0 for a
-    1-d embedding), each point coloured by its label; white background, later points drawn over earlier ones.
-    Categorical labels (class names) add a legend to the right."""
+    1-d embedding), each point coloured by its label; white background, later points drawn over earlier ones."""
     from PIL import Image  # imported on use (Pillow: matplotlib's own PNG writer)
 
     Z = np.asarray(Z, dtype=np.float64)
@@ -112,31 +109,32 @@ def scatter_png(Z: np.ndarray, labels: pd.Series | None = None) -> bytes:
     rgb = np.vstack([np.array([[255, 255, 255], FRAME], dtype=np.uint8), palette])
     picture = Image.fromarray(image)  # "L"; putpalette makes it a palette ("P") image
     picture.putpalette(rgb.tobytes())
-    named = labels is not None and isinstance(labels.dtype, pd.CategoricalDtype)
-    if named and len(labels.cat.categories) == len(palette):  # one colour per class: a legend can name them
-        picture = _with_legend(picture, list(labels.cat.categories), palette)
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
 
 
-def _with_legend(picture, names: list[str], palette: np.ndarray):
-    """The plot with a legend to its right: a swatch and the name of each class (cell types),
-    as many as fit, the rest counted."""
+def colour_key_png(labels: pd.Series, names: list[str]) -> bytes | None:
+    """The colour key of every scatter of these class ids (`scatter_png`'s colours): per class
+    present, a swatch and its name (`names[id]`), at most KEY_LINES lines. None where the scatter
+    shades classes along a gradient (more than 200) instead of one colour each."""
     from PIL import Image, ImageDraw
 
-    fit = (SIZE + 2 - 8) // LEGEND_LINE
-    shown = names if len(names) <= fit else names[: fit - 1]
-    text = 2 + len(palette)  # a palette entry for the text, after the classes' colours
-    wide = Image.new("P", (SIZE + 2 + LEGEND_WIDTH, SIZE + 2), 0)
-    wide.putpalette(picture.getpalette()[: 3 * text] + [0, 0, 0])
-    wide.paste(picture, (0, 0))
-    draw = ImageDraw.Draw(wide)
-    left = SIZE + 8
-    for i, name in enumerate(shown):
-        top = 4 + i * LEGEND_LINE
-        draw.rectangle([left, top + 2, left + 6, top + 8], fill=i + 2)
-        draw.text((left + 10, top), name[:LEGEND_CHARS], fill=text)
-    if len(shown) < len(names):
-        draw.text((left + 10, 4 + len(shown) * LEGEND_LINE), f"+{len(names) - len(shown)} more", fill=text)
-    return wide
+    classes = np.unique(labels.to_numpy())
+    _, palette = _colour_index(labels, len(labels))
+    if len(palette) != len(classes):
+        return None
+    shown = classes if len(classes) <= KEY_LINES else classes[: KEY_LINES - 1]
+    lines = len(shown) + (len(shown) < len(classes))
+    picture = Image.new("P", (KEY_WIDTH, 4 + lines * KEY_LINE), 0)
+    picture.putpalette(np.vstack([[[255, 255, 255], [0, 0, 0]], palette]).astype(np.uint8).tobytes())
+    draw = ImageDraw.Draw(picture)  # palette entries: 0 white, 1 the text, 2 + i class i's colour
+    for i, c in enumerate(shown):
+        top = 2 + i * KEY_LINE
+        draw.rectangle([4, top + 2, 11, top + 9], fill=i + 2)
+        draw.text((16, top), names[int(c)][:KEY_CHARS], fill=1)
+    if len(shown) < len(classes):
+        draw.text((16, 2 + len(shown) * KEY_LINE), f"+{len(classes) - len(shown)} more", fill=1)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()

@@ -13,6 +13,7 @@ cells of one dataset config and seed write and read the same deterministic file.
 """
 
 import hashlib
+from base64 import b64encode
 
 import dagster as dg
 import numpy as np
@@ -28,10 +29,7 @@ from lab_assets.dr.datasets import DATASETS, Raw
 from lab_assets.dr.datasets.raw import DENSE_LIMIT_GIB, dense_gib
 
 GROUP = "datasets"
-# Declared: this module's digest at 171c77e. The sparse form and `label_name` are written only for
-# data that has them; every other dataset's tables are byte-identical (test_h5ad.py pins them), so a
-# lab home's existing cells stay fresh. Change it whenever an existing table could change.
-CODE_VERSION = "1eefa5a88fdb"
+CODE_VERSION = lineage.module_version(__file__)
 TEST_FRACTION = 0.2
 # Independent RNG streams per purpose, from the one seed in the data key: adding a draw to the
 # generator never shifts the split, and vice versa.
@@ -246,6 +244,8 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         raw_rows = len(df)
     prov = lineage.provenance({"dataset": config.dataset, **config.params}, config.seed, CODE_VERSION)
     prov["generated_by"] = spec
+    if LABEL_NAME in df:  # class i's name, read from the file's footer alone (the report's legend)
+        prov["label_names"] = list(df[LABEL_NAME].cat.categories)
     counts = df["split"].value_counts()
     quirks = data_quirks(df)
     for what, value in quirks.items():
@@ -263,12 +263,43 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         n_features=n_features(df),
         features="sparse (CSR rows: x_indices, x_values, x_width)" if is_sparse(df) else "dense (x0..x{d-1})",
         label_kind=label_kind(df["label"]),
-        label_names=dg.MetadataValue.json(list(df[LABEL_NAME].cat.categories) if LABEL_NAME in df else None),
+        **_names(context, df),
         train_rows=int(counts.get("train", 0)),
         test_rows=int(counts.get("test", 0)),
         constant_columns=dg.MetadataValue.json(quirks["constant_columns"]),
         duplicate_rows=quirks["duplicate_rows"],
     )
+
+
+def with_names(table: pd.DataFrame, key: str) -> pd.DataFrame:
+    """A table of data key `key`'s rows (an embedding) with `label_name` beside its class ids,
+    where the dataset names its classes (from the dataset file's footer alone)."""
+    try:
+        names = storage.parquet_provenance(storage.asset_path("dataset", key)).get("label_names")
+    except storage.UnreadableFileError:  # missing or damaged: drawn without names
+        return table
+    if names is None:
+        return table
+    return table.assign(**{LABEL_NAME: pd.Categorical.from_codes(table["label"].to_numpy(np.int64), names)})
+
+
+def _names(context: dg.AssetExecutionContext, df: pd.DataFrame) -> dict:
+    """The classes' names (cell types) and the colour key of every scatter of this data, in the
+    UI (nothing for data without names)."""
+    if LABEL_NAME not in df:
+        return {}
+    names = list(df[LABEL_NAME].cat.categories)
+    try:
+        from lab_assets.dr.thumbnail import colour_key_png  # Pillow: only where there are names
+
+        png = colour_key_png(df["label"], names)
+    except Exception as e:  # noqa: BLE001 - metadata only: the dataset itself is written and checked
+        context.log.warning(f"colour key not drawn: {type(e).__name__}: {e}")
+        png = None
+    out = {"label_names": dg.MetadataValue.json(names)}
+    if png is not None:
+        out["label_colours"] = dg.MetadataValue.md(f"![colour key](data:image/png;base64,{b64encode(png).decode()})")
+    return out
 
 
 def data_quirks(df: pd.DataFrame) -> dict:

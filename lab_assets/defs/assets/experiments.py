@@ -21,13 +21,9 @@ from lab_assets.dr import keystore
 from lab_assets.dr.sweep import readable_labels
 
 GROUP = "experiments"
-# Declared: this module's digest at 171c77e. `label_name` is carried only from datasets that name
-# their classes; every other embedding is byte-identical, so a lab home's existing cells stay
-# fresh. Change it whenever an existing embedding could change.
-CODE_VERSION = "5bf1e8145e2f"
-# What an embedding table carries besides its coordinates, so it can be plotted on its own
-# (`label_name` where the dataset has one).
-CARRIED_COLUMNS = ["row", "split", "label", "label_name"]
+CODE_VERSION = lineage.module_version(__file__)
+# What an embedding table carries besides its coordinates, so it can be plotted on its own.
+CARRIED_COLUMNS = ["row", "split", "label"]
 # Per-row squared reconstruction error, for methods that can map an embedding back to data space.
 RECONSTRUCTION_COLUMN = "recon_sq_error"
 # Import-time and deprecation chatter says nothing about the cell's result.
@@ -133,7 +129,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         yield _model_result(estimator, cell, prov, t)
     if dg.AssetKey("embedding") not in context.selected_asset_keys:  # `model` alone
         return
-    df = table[[c for c in CARRIED_COLUMNS if c in table.columns]].copy()
+    df = table[CARRIED_COLUMNS].copy()
     for j in range(Z.shape[1]):
         df[f"z{j}"] = Z[:, j]
     if entry.invertible:
@@ -170,7 +166,7 @@ def _embedding_result(context, df, Z, prov, t, path, data, method, rows, notes, 
         asset_key="embedding",
         metadata={
             "label": cell_label(data, method),
-            "scatter": _scatter(context, Z, df["label_name"] if "label_name" in df else df["label"]),
+            "scatter": _scatter(context, Z, df["label"]),
             **materialization_metadata(
                 prov, t, len(df), path, n_components=Z.shape[1], warnings=dg.MetadataValue.json(notes)
             ),

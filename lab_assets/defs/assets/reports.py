@@ -15,7 +15,7 @@ from lab_assets.core import keys, lineage, storage
 from lab_assets.core.integrity import of_bytes
 from lab_assets.core.registry import source_file
 from lab_assets.defs import inflight, integrity
-from lab_assets.defs.assets.datasets import content_version
+from lab_assets.defs.assets.datasets import content_version, with_names
 from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
 from lab_assets.defs.metadata import materialization_metadata
@@ -99,7 +99,7 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(labels[summary.config_key(d)], labels[m])] = integrity.read_parquet(path)
+            panels[(labels[summary.config_key(d)], labels[m])] = with_names(integrity.read_parquet(path), d)
     from lab_assets.dr import figures  # matplotlib: only where a report is drawn
 
     return {
