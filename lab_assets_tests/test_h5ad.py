@@ -340,21 +340,22 @@ def test_the_report_grid_names_the_classes_in_their_colours():
 
     from lab_assets.dr.figures import embeddings_figure
 
+    names = [*CELL_TYPES, "Monocyte"]  # a fourth type without cells here: colours still by class id
     codes = np.repeat(np.arange(3), 20)
-    table = pd.DataFrame({"label": codes, "label_name": pd.Categorical.from_codes(codes, categories=CELL_TYPES)})
+    table = pd.DataFrame({"label": codes, "label_name": pd.Categorical.from_codes(codes, categories=names)})
     table["z0"], table["z1"] = np.arange(60.0), np.sin(np.arange(60.0))
-    fig = embeddings_figure(
-        {("pbmc", "pca"): table, ("pbmc", "umap"): table, ("blobs", "pca"): table.drop(columns="label_name")}
-    )
+    panels = {("pbmc", "pca"): table, ("pbmc", "umap"): table, ("blobs", "pca"): table.drop(columns="label_name")}
+    fig = embeddings_figure(panels)
     pbmc_row = fig.axes[1]  # the legend is right of its row's last panel
     legend = pbmc_row.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == CELL_TYPES
+    assert [t.get_text() for t in legend.get_texts()] == names
     spectral = colormaps["Spectral"]
-    for handle, colour in zip(legend.legend_handles, [spectral(0.0), spectral(0.5), spectral(1.0)]):
+    expected = [spectral(i / 3) for i in range(4)]
+    for handle, colour in zip(legend.legend_handles, expected):
         np.testing.assert_allclose(handle.get_color(), colour)
-    # The points: the same colour for the same class id as the legend's.
+    # The points: the legend's colour for their class id.
     points = pbmc_row.collections[0]
-    np.testing.assert_allclose(points.to_rgba(points.get_array())[codes == 1][0], spectral(0.5))
+    np.testing.assert_allclose(points.to_rgba(points.get_array())[codes == 1][0], expected[1])
     assert fig.axes[3].get_legend() is None  # a row without names has none
 
 
