@@ -316,6 +316,26 @@ def _labels(obs_column) -> tuple[np.ndarray, tuple[str, ...] | None]:
     return (values.astype(np.int64) if np.issubdtype(values.dtype, np.integer) else values.astype(np.float64)), None
 
 
+def _elements(p, layer: str | None, obsm: str | None, label: str | None, var_mask: str | None):
+    """The matrix, the obs column and the var mask the parameters name. From a file in anndata's
+    encoding only those are read (not its other layers or obsm keys); an older file is read whole."""
+    import anndata as ad
+    import h5py
+    from anndata.io import read_elem
+
+    with h5py.File(p, "r") as f:
+        if f.attrs.get("encoding-type") == "anndata":
+            node = f["obsm"][obsm] if obsm is not None else f["layers"][layer] if layer is not None else f["X"]
+            column = read_elem(f["obs"])[label] if label is not None else None
+            mask = read_elem(f["var"])[var_mask].to_numpy(dtype=bool) if var_mask is not None else None
+            return read_elem(node), column, mask
+    with _quiet():
+        adata = ad.read_h5ad(p)
+    matrix = adata.obsm[obsm] if obsm is not None else adata.layers[layer] if layer is not None else adata.X
+    column = adata.obs[label] if label is not None else None
+    return matrix, column, adata.var[var_mask].to_numpy(dtype=bool) if var_mask is not None else None
+
+
 @DATASETS(
     "h5ad",
     packages=["anndata", "scanpy", "h5py", "scipy"],
@@ -351,17 +371,14 @@ def h5ad(
     problems = _problems(params)[1]
     if problems:
         raise ValueError(next(iter(problems.values())))
-    with _quiet():
-        adata = ad.read_h5ad(_path(path))
-    labels, names = _labels(adata.obs[label]) if label is not None else (None, None)
+    matrix, column, mask = _elements(_path(path), layer, obsm, label, var_mask)
+    labels, names = _labels(column) if column is not None else (None, None)
     if obsm is not None:
-        X = adata.obsm[obsm]
-        X = X.to_numpy() if isinstance(X, pd.DataFrame) else X
-        return Raw(X.toarray() if sparse.issparse(X) else np.asarray(X, dtype=np.float64), labels, names)
-    if var_mask is not None:
-        adata = adata[:, adata.var[var_mask].to_numpy(dtype=bool)]
+        matrix = matrix.to_numpy() if isinstance(matrix, pd.DataFrame) else matrix
+        return Raw(matrix.toarray() if sparse.issparse(matrix) else np.asarray(matrix, np.float64), labels, names)
+    if mask is not None:
+        matrix = matrix[:, mask]
     # One matrix, as float64 CSR (or dense when the file stores it so), for scanpy to work on.
-    matrix = adata.layers[layer] if layer is not None else adata.X
     matrix = sparse.csr_matrix(matrix, dtype=np.float64) if sparse.issparse(matrix) else np.array(matrix, np.float64)
     cells = ad.AnnData(matrix)
     if normalize_total is not None:
