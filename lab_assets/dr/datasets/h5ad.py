@@ -13,6 +13,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
@@ -53,7 +54,6 @@ class Layout:
 def pbmc_path() -> str:
     """The PBMC 68k reduced file inside the installed scanpy package (nothing is downloaded)."""
     from importlib.util import find_spec
-    from pathlib import Path
 
     spec = find_spec("scanpy")
     if spec is None or spec.origin is None:
@@ -162,10 +162,10 @@ def _quiet():
 
 
 @lru_cache(maxsize=16)
-def _layout(path: str, file_state: tuple) -> Layout:
+def _layout(path: str, p: Path, file_state: tuple) -> Layout:
+    """Keyed by the resolved file and its state: one process may plan several projects (the warm service)."""
     import h5py
 
-    p = _path(path)
     try:
         f = h5py.File(p, "r")
     except OSError:
@@ -264,7 +264,8 @@ def _size_problems(path: str, layout: Layout, params: dict[str, Any]) -> dict[st
 def _problems(params: dict[str, Any]) -> tuple[Shape, dict[str, str]]:
     path = params["path"]
     try:
-        layout = _layout(path, stamp(_path(path)))
+        p = _path(path)
+        layout = _layout(path, p, stamp(p))
     except (OSError, NotAnnDataError, KeyError, ValueError) as e:
         return Shape(), {"path": str(e)}
     problems = _key_problems(path, layout, params)
