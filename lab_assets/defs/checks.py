@@ -14,7 +14,8 @@ from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.sweep import MetricConfig
 
 DATASET_CHECKS = {
-    "schema": "columns are row (int64), split, label, then x0..x{d-1} (float64)",
+    "schema": "columns are row (int64), split, label, [label_name], then x0..x{d-1} (float64) or the sparse "
+    "form x_indices, x_values (float64), x_width",
     "finite_features": "no NaN or inf in any feature",
     "splits_non_empty": "the split column holds 'train' and 'test' rows, nothing else",
     "row_count": "every raw row is present once, in order",
@@ -32,14 +33,18 @@ def _result(name: str, passed: bool, **metadata) -> dg.AssetCheckResult:
 
 
 def check_dataset(df: pd.DataFrame, raw_rows: int) -> list[dg.AssetCheckResult]:
-    features = [c for c in df.columns if c.startswith("x")]
-    expected = ["row", "split", "label", *(f"x{j}" for j in range(len(features)))]
-    schema = (
-        list(df.columns) == expected
-        and df["row"].dtype == np.int64
-        and all(df[c].dtype == np.float64 for c in features)
-    )
-    bad = int((~np.isfinite(df[features].to_numpy())).any(axis=1).sum())
+    names = ["label_name"] if "label_name" in df.columns else []
+    if "x_indices" in df.columns:  # the sparse form (defs/assets/datasets.py)
+        features = ["x_indices", "x_values", "x_width"]
+        values = [np.asarray(v) for v in df["x_values"]]
+        typed = all(v.dtype == np.float64 for v in values) and df["x_width"].dtype == np.int32
+        bad = sum(not np.isfinite(v).all() for v in values)
+    else:
+        features = [c for c in df.columns if c.startswith("x")]
+        typed = all(df[c].dtype == np.float64 for c in features)
+        bad = int((~np.isfinite(df[features].to_numpy())).any(axis=1).sum())
+        features = [f"x{j}" for j in range(len(features))]
+    schema = list(df.columns) == ["row", "split", "label", *names, *features] and df["row"].dtype == np.int64 and typed
     counts = df["split"].value_counts()
     splits = set(counts.index) == {"train", "test"}
     rows = len(df) == raw_rows and bool((df["row"].to_numpy() == np.arange(len(df))).all())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,7 @@ class Layout:
 
 # Embeddings: no ticks; a title over the first row, a y label (up to two lines) left of the first column.
 EMBEDDINGS = Layout(panel=(2.4, 2.4), left=0.4, right=0.1, bottom=0.1, top=0.4, wspace=0.1, hspace=0.1, label_chars=40)
+NAMES_LEGEND_WIDTH = 2.1  # inches right of the grid for a legend of class names (6 pt, ~30 characters)
 # Curves: y tick labels (0.9996 at 7 pt), an x label, a title on every panel.
 CURVES = Layout(panel=(3.2, 2.6), left=0.55, right=0.1, bottom=0.5, top=0.4, wspace=0.6, hspace=0.85, label_chars=52)
 
@@ -75,7 +76,10 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
 def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
     rows = list(dict.fromkeys(d for d, _ in panels))
     cols = list(dict.fromkeys(m for _, m in panels))
-    fig, axes = EMBEDDINGS.figure(len(rows), len(cols))
+    # Named classes (cell types: `label_name`) get a legend right of their row: room for it.
+    names = {d: list(df["label_name"].cat.categories) for (d, _), df in panels.items() if "label_name" in df}
+    layout = replace(EMBEDDINGS, right=NAMES_LEGEND_WIDTH) if names else EMBEDDINGS
+    fig, axes = layout.figure(len(rows), len(cols))
     for i, d in enumerate(rows):
         for j, m in enumerate(cols):
             ax = axes[i][j]
@@ -91,10 +95,23 @@ def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
                 continue
             y = df["z1"] if "z1" in df else 0 * df["z0"]
             if df["label"].notna().any():
-                ax.scatter(df["z0"], y, c=df["label"], s=2, cmap="Spectral", linewidths=0)
+                # Named classes: one colour per class id, the same in every panel of the row and the legend.
+                scale = {"vmin": 0, "vmax": max(len(names[d]) - 1, 1)} if d in names else {}
+                ax.scatter(df["z0"], y, c=df["label"], s=2, cmap="Spectral", linewidths=0, **scale)
             else:
                 ax.scatter(df["z0"], y, s=2, linewidths=0)
+        if d in names:
+            _names_legend(axes[i][-1], names[d])
     return fig
+
+
+def _names_legend(ax, names: list[str]) -> None:
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
+    colours = colormaps["Spectral"](np.arange(len(names)) / max(len(names) - 1, 1))
+    handles = [Line2D([], [], ls="", marker="o", ms=4, color=c, label=n) for c, n in zip(colours, names)]
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=6, frameon=False)
 
 
 def metric_curves(table: pd.DataFrame) -> bytes:

@@ -200,7 +200,9 @@ def gallery_rows(panels: dict[tuple[str, str], pd.DataFrame]) -> list:
             else (m, None)
             for m in methods
         ]
-        rows.append((d, pictures, thumbnail.legend(present[0]["label"])))
+        first = present[0]
+        names = dict(zip(first["label"], first["label_name"])) if "label_name" in first else None
+        rows.append((d, pictures, thumbnail.legend(first["label"], names)))
     return rows
 
 

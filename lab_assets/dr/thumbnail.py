@@ -55,6 +55,8 @@ FRAME = (200, 200, 200)
 LEVELS = 32  # colours in the palette for continuous labels
 MAX_CLASSES = 200  # integer labels with more distinct values are coloured as continuous
 NO_LABEL = (31, 119, 180)
+# The colour key of a dataset whose classes have names (cell types): one line per class.
+KEY_WIDTH, KEY_LINE, KEY_CHARS, KEY_LINES = 190, 12, 28, 40
 
 
 def _palette(n: int) -> np.ndarray:
@@ -132,3 +134,29 @@ def legend(labels: pd.Series | None, names: dict | None = None) -> list[tuple[st
         return [(f"{values.min():.3g}", colour(0)), (f"{values.max():.3g}", colour(LEVELS - 1))]
     first = pd.Series(labels.to_numpy()).groupby(index).first()
     return [(str(names.get(value, value)), colour(i)) for i, value in first.items()]
+
+
+def colour_key_png(labels: pd.Series, names: list[str]) -> bytes | None:
+    """The colour key of every scatter of these class ids (`scatter_png`'s colours): per class
+    present, a swatch and its name (`names[id]`), at most KEY_LINES lines. None where the scatter
+    shades classes along a gradient (more than 200) instead of one colour each."""
+    from PIL import Image, ImageDraw
+
+    classes = np.unique(labels.to_numpy())
+    _, palette = _colour_index(labels, len(labels))
+    if len(palette) != len(classes):
+        return None
+    shown = classes if len(classes) <= KEY_LINES else classes[: KEY_LINES - 1]
+    lines = len(shown) + (len(shown) < len(classes))
+    picture = Image.new("P", (KEY_WIDTH, 4 + lines * KEY_LINE), 0)
+    picture.putpalette(np.vstack([[[255, 255, 255], [0, 0, 0]], palette]).astype(np.uint8).tobytes())
+    draw = ImageDraw.Draw(picture)  # palette entries: 0 white, 1 the text, 2 + i class i's colour
+    for i, c in enumerate(shown):
+        top = 2 + i * KEY_LINE
+        draw.rectangle([4, top + 2, 11, top + 9], fill=i + 2)
+        draw.text((16, top), names[int(c)][:KEY_CHARS], fill=1)
+    if len(shown) < len(classes):
+        draw.text((16, 2 + len(shown) * KEY_LINE), f"+{len(classes) - len(shown)} more", fill=1)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()

@@ -104,18 +104,18 @@ def code_versions(cells: list[str]) -> dict[str, dict[str, str]]:
 
 
 def first_seed_embeddings(
-    sweep: Sweep, read: Callable[[str], pd.DataFrame] = storage.read_parquet
+    sweep: Sweep, read: Callable[[str, str], pd.DataFrame] = lambda path, data_key: storage.read_parquet(path)
 ) -> dict[tuple[str, str], pd.DataFrame]:
     """{(data label, method label): embedding table} of the sweep's lowest seed, in the sweep's
-    order, for the cells whose embedding exists; `read` reads a file (the report asset's names
-    the command that repairs a damaged one)."""
+    order, for the cells whose embedding exists; `read(path, data key)` reads a file (the report
+    asset's names the command that repairs a damaged one and adds the classes' names)."""
     lowest = min(d.seed for d in sweep.data)
     first_seed = {d.key for d in sweep.data if d.seed == lowest}
     labels, panels = sweep.labels, {}
     for d, m in sweep.cells:
         path = storage.asset_path("embedding", keys.cell_key(d, m))
         if d in first_seed and storage.exists(path):
-            panels[(labels[config_key(d)], labels[m])] = read(path)
+            panels[(labels[config_key(d)], labels[m])] = read(path, d)
     return panels
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from lab_assets.core import lineage, storage, tracking
 from lab_assets.core.integrity import of_bytes
 from lab_assets.defs import inflight, integrity, step_versions
-from lab_assets.defs.assets.datasets import content_version
+from lab_assets.defs.assets.datasets import content_version, with_names
 from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
 from lab_assets.defs.metadata import materialization_metadata
@@ -73,7 +73,8 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     stats = summary.summarize(sweep, table)
     comparisons = summary.compare(sweep, table, stats)
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
-    panels = tidy.first_seed_embeddings(sweep, integrity.read_parquet)
+    # The class names (cell types) ride along for the gallery's legends.
+    panels = tidy.first_seed_embeddings(sweep, lambda path, d: with_names(integrity.read_parquet(path), d))
     from lab_assets.dr import figures, html_report  # matplotlib: only where a report is drawn
 
     return {
