@@ -5,6 +5,8 @@ name the same cells and assets. Formatting, comments, docstrings, blank lines, a
 asset module and a log message in core/ stale nothing; a helper, the shared kNN code, a plugin's
 helper and a changed constant stale exactly their users."""
 
+import dataclasses
+import hashlib
 import json
 import re
 import shutil
@@ -143,3 +145,24 @@ def test_the_release_before_versions_by_meaning_finds_every_cell_fresh(tmp_path)
     sweeps = json.loads(done.stdout)["sweeps"]
     assert sweeps and all(s["cells"] > 0 for s in sweeps if not s["error"])
     assert {s["path"]: s["reasons"] for s in sweeps} == {s["path"]: {} for s in sweeps}
+
+
+def test_a_locked_entry_gives_the_previous_formula_with_this_environment_s_libraries(monkeypatch):
+    """The lock keeps 171c77e's byte digest of the code, not its strings: a lab whose scikit-learn
+    differs from the one the lock was seeded with computes the string 171c77e computed there."""
+    from lab_assets.core import registry, version_lock
+    from lab_assets.dr.methods import METHODS
+
+    git = require_tool("git", "the previous release's file is read from the repository")
+    pca = METHODS["pca"]
+    old = subprocess.run(
+        [git, "show", f"{BEFORE_VERSIONS_BY_MEANING}:lab_assets/dr/methods/pca.py"], cwd=REPO, capture_output=True
+    ).stdout
+    assert old, "171c77e's pca.py"
+    sha = hashlib.sha256(old).hexdigest()
+    assert version_lock.source("method/pca", pca.meaning) == sha
+    monkeypatch.setattr(registry, "package_version", lambda name: "9.9-a-lab-s-own")
+    naive = json.dumps({"packages": {"scikit-learn": "9.9-a-lab-s-own"}, "source": sha}, separators=(",", ":"))
+    assert dataclasses.replace(pca).code_version == hashlib.sha256(naive.encode()).hexdigest()[:8]
+    # A change of meaning: the digest by meaning stands for the code, a new string.
+    assert version_lock.source("method/pca", "another meaning") == "another meaning"
