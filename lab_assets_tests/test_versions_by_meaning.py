@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lab_assets.core.storage import asset_path, parquet_provenance
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import REPO, lab_cli, require_tool
 from lab_assets_tests.test_minimal_recompute import git
 from lab_assets_tests.test_upgrade import BEFORE_VERSIONS_BY_MEANING
@@ -97,6 +99,9 @@ def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
     plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
     cells = {c["partition"].split("|")[1].split("-")[0]: c["partition"] for c in plan["cells"]}
     assert set(cells) == {"pca", "diffusion_map", "scaled"} and {c["status"] for c in plan["cells"]} == {"fresh"}
+    # The lineage: the digest by meaning of the code that computed it, beside the commit.
+    prov = parquet_provenance(asset_path("embedding", cells["pca"]))
+    assert (prov["code_digest"], prov["git_sha"]) == (METHODS["pca"].code_digest, git(lab, "rev-parse", "HEAD"))
     dr = lab / "lab_assets" / "dr"
 
     # Nothing that can change a result, all at once, plus one changed constant in pca's entry:
@@ -151,7 +156,6 @@ def test_a_locked_entry_gives_the_previous_formula_with_this_environment_s_libra
     """The lock keeps 171c77e's byte digest of the code, not its strings: a lab whose scikit-learn
     differs from the one the lock was seeded with computes the string 171c77e computed there."""
     from lab_assets.core import registry, version_lock
-    from lab_assets.dr.methods import METHODS
 
     git = require_tool("git", "the previous release's file is read from the repository")
     pca = METHODS["pca"]
