@@ -7,7 +7,7 @@ metric), where only the platform costs. For each size, from an empty project:
   2 cores);
 - no-op: `lab sweep run` again with nothing to do, as a whole process: the first re-run (the
   answer the run saved), the full path (the saved answer removed first), the saved answer
-  (runner/noop_cache.py), and, with --baseline, the full path of another checkout's code
+  (runner/noop_cache.py), and, with --baseline, the full path and then the saved answer of another checkout's code
   (e.g. `git archive <commit> | tar -x -C DIR`), interleaved, REPEATS times each; with
   --baseline the run too (the other code's, from its own empty project, just before).
 
@@ -77,7 +77,7 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, bas
         cache = folder / ".lab" / "cache"
         noop = [*LAB, "sweep", "run", file, "--quiet"]
         out["noop_first_s"] = measure.run(noop, env, folder).seconds  # answered from what the run saved
-        full, saved, base = [], [], []
+        full, saved, base, base_saved = [], [], [], []
         for _ in range(repeats):
             for entry in cache.glob("noop-*.json"):
                 entry.unlink()
@@ -85,6 +85,7 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, bas
             saved.append(measure.run(noop, env, folder))
             if baseline is not None:
                 base.append(measure.run(noop, with_code(env, baseline), folder))
+                base_saved.append(measure.run(noop, with_code(env, baseline), folder))  # its own saved answer
         out["noop_full_s"] = [m.seconds for m in full]
         out["noop_full_peak_root_gib"] = max(m.peak_root_gib for m in full)
         out["noop_saved_s"] = [m.seconds for m in saved]
@@ -95,6 +96,10 @@ def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, bas
             )
             out["ratio_saved_over_baseline"] = statistics.median(out["noop_saved_s"]) / statistics.median(
                 out["noop_baseline_s"]
+            )
+            out["noop_baseline_saved_s"] = [m.seconds for m in base_saved]
+            out["ratio_saved_over_baseline_saved"] = statistics.median(out["noop_saved_s"]) / statistics.median(
+                out["noop_baseline_saved_s"]
             )
     return out
 

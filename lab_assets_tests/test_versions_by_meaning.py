@@ -5,6 +5,8 @@ name the same cells and assets. Formatting, comments, docstrings, blank lines, a
 asset module and a log message in core/ stale nothing; a helper, the shared kNN code, a plugin's
 helper and a changed constant stale exactly their users."""
 
+import dataclasses
+import hashlib
 import json
 import re
 import shutil
@@ -12,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lab_assets.core.storage import asset_path, parquet_provenance
+from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import REPO, lab_cli, require_tool
 from lab_assets_tests.test_minimal_recompute import git
 from lab_assets_tests.test_upgrade import BEFORE_VERSIONS_BY_MEANING
@@ -95,6 +99,9 @@ def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
     plan = json.loads(lab_in(lab, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
     cells = {c["partition"].split("|")[1].split("-")[0]: c["partition"] for c in plan["cells"]}
     assert set(cells) == {"pca", "diffusion_map", "scaled"} and {c["status"] for c in plan["cells"]} == {"fresh"}
+    # The lineage: the digest by meaning of the code that computed it, beside the commit.
+    prov = parquet_provenance(asset_path("embedding", cells["pca"]))
+    assert (prov["code_digest"], prov["git_sha"]) == (METHODS["pca"].code_digest, git(lab, "rev-parse", "HEAD"))
     dr = lab / "lab_assets" / "dr"
 
     # Nothing that can change a result, all at once, plus one changed constant in pca's entry:
@@ -143,3 +150,23 @@ def test_the_release_before_versions_by_meaning_finds_every_cell_fresh(tmp_path)
     sweeps = json.loads(done.stdout)["sweeps"]
     assert sweeps and all(s["cells"] > 0 for s in sweeps if not s["error"])
     assert {s["path"]: s["reasons"] for s in sweeps} == {s["path"]: {} for s in sweeps}
+
+
+def test_a_locked_entry_gives_the_previous_formula_with_this_environment_s_libraries(monkeypatch):
+    """The lock keeps 171c77e's byte digest of the code, not its strings: a lab whose scikit-learn
+    differs from the one the lock was seeded with computes the string 171c77e computed there."""
+    from lab_assets.core import registry, version_lock
+
+    git = require_tool("git", "the previous release's file is read from the repository")
+    pca = METHODS["pca"]
+    old = subprocess.run(
+        [git, "show", f"{BEFORE_VERSIONS_BY_MEANING}:lab_assets/dr/methods/pca.py"], cwd=REPO, capture_output=True
+    ).stdout
+    assert old, "171c77e's pca.py"
+    sha = hashlib.sha256(old).hexdigest()
+    assert version_lock.source("method/pca", pca.meaning) == sha
+    monkeypatch.setattr(registry, "package_version", lambda name: "9.9-a-lab-s-own")
+    naive = json.dumps({"packages": {"scikit-learn": "9.9-a-lab-s-own"}, "source": sha}, separators=(",", ":"))
+    assert dataclasses.replace(pca).code_version == hashlib.sha256(naive.encode()).hexdigest()[:8]
+    # A change of meaning: the digest by meaning stands for the code, a new string.
+    assert version_lock.source("method/pca", "another meaning") == "another meaning"

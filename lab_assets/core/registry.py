@@ -191,16 +191,24 @@ class Entry:
         return [f for f, _ in self.code_modules.values()]
 
     @cached_property
+    def meaning(self) -> str:
+        """The digest of what its modules mean (no library versions)."""
+        return digest({m: d for m, (_, d) in self.code_modules.items()}, length=16)
+
+    def _version(self, code: Any) -> str:
+        return digest({"source": code, "packages": {p: package_version(p) for p in self.packages}})
+
+    @cached_property
     def code_digest(self) -> str:
-        """The digest of what the entry's code means: its modules by meaning and its libraries."""
-        modules = {m: d for m, (_, d) in self.code_modules.items()}
-        return digest({"modules": modules, "packages": {p: package_version(p) for p in self.packages}}, length=12)
+        """Its code by meaning and its libraries' versions: the lineage's `code_digest`."""
+        return self._version(self.meaning)
 
     @cached_property
     def code_version(self) -> str:
-        """The string its versions carry: the previous release's where the code means what it
-        meant then (`core/version_lock.py`), else `code_digest`."""
-        return version_lock.emit(f"{self.kind}/{self.name}", self.code_digest)
+        """The string its versions carry: `code_digest`, except that while its code means what it
+        meant in the release before versions by meaning, that release's byte digest stands for
+        the code (`core/version_lock.py`), so its recorded strings stay current."""
+        return self._version(version_lock.source(f"{self.kind}/{self.name}", self.meaning))
 
     def changed(self, params: dict[str, Any]) -> dict[str, Any]:
         """The validated parameters whose values differ from the entry's defaults: what a

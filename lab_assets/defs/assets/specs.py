@@ -57,19 +57,25 @@ def _file_name(path: str) -> str:
     return "/".join(parts[-2:]) if parts[-1] == "__init__.py" else parts[-1]
 
 
+@lru_cache(maxsize=1)
+def shared_meaning() -> str:
+    """What every column shares, by meaning: the shared kNN code and the metrics step's version."""
+    return digest({"code": shared_metric_code(), "step": step_versions.declared(METRICS_STEP)}, length=16)
+
+
 def column_digest(metric: str) -> str:
     """What a metric's columns are computed with, by meaning: its entry (modules, `sources=`,
-    packages), the shared kNN code and the metrics step's declared version."""
-    parts = {"metric": METRICS[metric].code_digest, "shared": shared_metric_code()}
-    return digest({**parts, "step": step_versions.declared(METRICS_STEP)}, length=12)
+    packages) and what every column shares: the lineage's `code_digest`."""
+    return digest({"metric": METRICS[metric].code_digest, "shared": shared_meaning()}, length=12)
 
 
 @cache  # registry code versions are fixed for a process: one digest per metric
 def column_version(metric: str) -> str:
     """The version a metric's columns carry: a column is recomputed when this changes, and only
-    then (or when the embedding or dataset it reads changed). The previous release's string
-    while the code means what it meant then (`core/version_lock.py`)."""
-    return version_lock.emit(f"column/{metric}", column_digest(metric))
+    then (or when the embedding or dataset it reads changed). `column_digest`, except that while
+    the shared code means what it meant before versions by meaning, that release's byte digest
+    stands for it (`core/version_lock.py`)."""
+    return digest({"metric": METRICS[metric].code_version, "shared": version_lock.shared(shared_meaning())}, length=12)
 
 
 def column_versions(suite: list[MetricConfig]) -> dict[str, str]:
