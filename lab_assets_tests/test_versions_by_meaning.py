@@ -140,8 +140,9 @@ def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
 
 def test_the_release_before_versions_by_meaning_finds_every_cell_fresh(tmp_path):
     """`lab impact --base 171c77e` over the project's sweeps: the strings this tree emits are those
-    171c77e emitted (the version lock, the declared step versions), so no cell is stale and every
-    results-cache identity is the same. A later change of meaning in an entry these sweeps use
+    171c77e emitted (the version lock, the declared step versions), so no cell of its sweeps is
+    stale by code and every results-cache identity is the same (a cell shared with a new sweep file
+    owes that file's new measures' columns, as adding a metric would). A later change of meaning in an entry these sweeps use
     stales its cells here, as it will in every lab home on upgrade: say so in layout.CHANGES."""
     require_tool("git", "the base is a commit of this repository")
     home = {"LAB_PROJECT_DIR": str(REPO), "LAB_HOME": str(tmp_path / "lab"), "DAGSTER_HOME": str(tmp_path / "dg")}
@@ -149,7 +150,33 @@ def test_the_release_before_versions_by_meaning_finds_every_cell_fresh(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     sweeps = json.loads(done.stdout)["sweeps"]
     assert sweeps and all(s["cells"] > 0 for s in sweeps if not s["error"])
-    assert {s["path"]: s["reasons"] for s in sweeps} == {s["path"]: {} for s in sweeps}
+
+    def at_base(folder: str) -> set[str]:
+        listed = subprocess.run(
+            ["git", "ls-tree", "--name-only", BEFORE_VERSIONS_BY_MEANING, folder],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return set(listed.stdout.split())
+
+    # What 171c77e declared: its sweep files, and its metrics (one module each). A cell of its sweeps
+    # may owe only a column of a metric it did not have (another sweep file of this tree asks for it).
+    old_sweeps = at_base("sweeps/")
+    old_metrics = {f.rsplit("/", 1)[-1].removesuffix(".py") for f in at_base("lab_assets/dr/metrics/")}
+    assert "sweeps/demo.yaml" in old_sweeps and "lid" in old_metrics
+
+    def new_measure_column(reason: str) -> bool:
+        words = reason.split()
+        return words[0] == "metric" and words[1].rstrip(":") not in old_metrics and "new column" in reason
+
+    stale = {
+        s["path"]: [r for reasons in s["reasons"] for r in reasons.split("; ") if not new_measure_column(r)]
+        for s in sweeps
+        if s["path"] in old_sweeps
+    }
+    assert stale and stale == {path: [] for path in stale}
 
 
 def test_a_locked_entry_gives_the_previous_formula_with_this_environment_s_libraries(monkeypatch):
