@@ -248,7 +248,7 @@ def test_a_method_named_by_import_path_has_the_versions_of_its_class(lab, monkey
     git(lab, "init", "-q", "-b", "main")
     git(lab, "add", ".")
     git(lab, "commit", "-q", "-m", "the project")
-    (lab / "my_reducers.py").write_text(REDUCER + "\n# an edit\n")
+    (lab / "my_reducers.py").write_text(REDUCER + "\nEDITED = True\n")  # a comment would change no meaning
     assert main(["impact", "--base", "HEAD", "--json"]) == 0
     (said,) = json.loads(capsys.readouterr().out)["sweeps"]
     assert said["reasons"] == {"method mine: code changed": 1} and said["cells"] == 2

@@ -13,7 +13,6 @@ SLOW = {
     # Over ~30 s each: the default run stays under 15 minutes on CI's 2 cores (AGENTS.md, "Tests").
     "lab_assets_tests/test_browser.py::test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report",
     "lab_assets_tests/test_cluster.py::test_sweep_on_the_cluster_equals_the_embedded_default",
-    "lab_assets_tests/test_cli.py::test_killed_run_leaves_no_torn_file_and_resumes",
 }
 FILES = sorted({name.split("::")[0] for name in SLOW})
 
