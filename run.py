@@ -24,12 +24,15 @@ STAMP = VENV / ".lab_assets-installed"
 INPUTS = ("constraints.txt", "pyproject.toml")
 NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection is empty: never a pass
 
+TIMED = ["--durations=20"]
+
 COMMANDS = {
     "demo": [str(BIN / "lab"), "sweep", "run", "sweeps/demo.yaml"],
     # Two xdist workers: single-core and mostly waiting test files beside the rest, which run one at
     # a time (they use both cores); lab_assets_tests/conftest.py, pytest_xdist_make_scheduler.
-    "test": [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope"],
-    "test-slow": [str(BIN / "python"), "-m", "pytest", "-q", "-m", "slow", "-n", "2", "--dist", "loadscope"],
+    # --durations: CI's log names the tests that cost the time budget (default target: 12 min).
+    "test": [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope", *TIMED],
+    "test-slow": [str(BIN / "python"), "-m", "pytest", "-q", "-m", "slow", "-n", "2", "--dist", "loadscope", *TIMED],
     "bench": [str(BIN / "python"), "benchmarks/run_all.py"],
 }
 
