@@ -113,8 +113,8 @@ metrics:
 
 
 # Test files that need at most one core and start no `lab` process (single-threaded computations
-# in the test's own process, kubectl), or mostly wait (test_cluster.py: on Postgres, a cluster's
-# processes, polls and outages).
+# in the test's own process, kubectl, pytest's own collection), or mostly wait (test_cluster.py: on
+# Postgres, a cluster's processes, polls and outages).
 BESIDE = {
     f"lab_assets_tests/{name}.py"
     for name in (
@@ -133,6 +133,15 @@ BESIDE = {
         "test_random_projection",
         "test_conventions",
         "test_docs",
+        "test_property",
+        "test_targets",
+        "test_skip_guard",
+        "test_measures",
+        "test_settings",
+        "test_spec_versions",
+        "test_partitions",
+        "test_snapshot",
+        "test_mutation_reach",
     )
 }
 

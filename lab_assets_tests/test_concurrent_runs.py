@@ -155,6 +155,7 @@ def test_two_runs_of_one_sweep_compute_each_cell_once(lab):
     _two_commands_compute_each_cell_once(lab, SLOW, n=4, workers=2, delay=1)
 
 
+@pytest.mark.slow
 def test_processes_opening_a_fresh_instance_at_once_leave_it_usable(lab):
     """Dagster creates a new SQLite database and stamps its schema version as two steps; four
     processes opening the fresh instance in the same instant (as a command's workers do) must

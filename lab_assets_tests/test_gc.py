@@ -128,6 +128,7 @@ def test_gc_deletes_exactly_what_no_registered_sweep_uses(lab, single_threaded):
     assert _gc(lab)["items"] == []  # a second gc finds nothing
 
 
+@pytest.mark.slow
 def test_gc_leaves_what_runs_in_flight_use(lab, single_threaded):
     path = lab / "sweeps" / "tiny.yaml"
     before = load_sweep(path)

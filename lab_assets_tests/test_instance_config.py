@@ -6,6 +6,7 @@ import shutil
 import sys
 
 import dagster as dg
+import pytest
 
 from lab_assets.core import keys
 from lab_assets.defs.freshness import make_plan
@@ -18,6 +19,7 @@ from lab_assets.runtime.sqlite_storage import OneEngineSqliteEventLogStorage, On
 from lab_assets_tests.conftest import REPO
 
 
+@pytest.mark.slow
 def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     # As `lab` runs for a user: no DAGSTER_HOME, the project's dagster.yaml copied into the lab home.
     shutil.copyfile(REPO / "dagster.yaml", lab / "dagster.yaml")

@@ -96,6 +96,7 @@ def test_a_truncated_or_deleted_artifact_is_damaged_named_and_recomputed_alone(f
     assert json.loads(lab_cli("sweep", "plan", "sweeps/tiny.yaml", "--json", cwd=lab).stdout)["counts"]["fresh"] == 4
 
 
+@pytest.mark.slow
 def test_verify_finds_a_same_size_corruption_and_run_with_verify_repairs_it(finished):
     lab = finished
     embedding = _cell_file("embedding", "swissroll", "isomap")
@@ -178,6 +179,7 @@ def test_a_damaged_table_read_by_a_command_is_one_line_naming_it(lab):
     )
 
 
+@pytest.mark.slow
 def test_the_metric_table_names_a_damaged_cell_file_and_its_repair(finished):
     """The metric table reads every cell's metrics file at once (storage.read_parquets): a
     damaged one fails the table with the file and the command that recomputes it, not pyarrow's

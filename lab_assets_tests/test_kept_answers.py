@@ -100,6 +100,7 @@ def test_only_cells_with_new_events_are_asked_again_and_the_plan_equals_dagsters
     assert asked & set(cells) == set(), "the changed cells' new answers were not kept"
 
 
+@pytest.mark.slow
 def test_a_deleted_run_drops_every_kept_answer(finished, asked):
     """SQLite gives the next event the id of a deleted newest one: a kept stamp could name a
     new event. Deleting any event stored before the answers were kept (here: the last run, as

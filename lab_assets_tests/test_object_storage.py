@@ -79,6 +79,7 @@ def test_tiny_sweep_on_s3(lab, s3):
     assert not any("wandb_error" in r.asset_materialization.metadata for r in records)
 
 
+@pytest.mark.slow
 def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
     """The run is killed while its second embedding PUT is half sent (a proxy forwards the request's
     headers and half its body, then holds): the store must show no object under that key, the

@@ -5,6 +5,8 @@ import os
 import signal
 import sys
 
+import pytest
+
 from lab_assets.core.threads import SINGLE_THREADED
 from lab_assets.runner.pool import WorkerPool
 
@@ -19,6 +21,7 @@ def _state() -> dict:
     }
 
 
+@pytest.mark.slow
 def test_workers_start_at_once_and_are_warm_before_their_first_run(lab):
     saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
     pool = WorkerPool(2)

@@ -162,6 +162,7 @@ def test_wandb_off_writes_nothing(lab, monkeypatch):
     assert not (lab / ".lab" / "wandb").exists()
 
 
+@pytest.mark.slow
 def test_gc_deletes_local_runs_of_deleted_cells_and_says_what_stays_in_wandb(lab):
     assert run_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
     sweep_file = lab / "sweeps" / "tiny.yaml"

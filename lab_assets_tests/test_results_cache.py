@@ -7,6 +7,7 @@ import json
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from lab_assets.core import results_cache
 from lab_assets.runtime.instance import get_instance
@@ -41,6 +42,7 @@ def _metric_files(folder) -> dict[str, bytes]:
     return {str(p.relative_to(top)): p.read_bytes() for p in top.rglob("*.parquet")}
 
 
+@pytest.mark.slow
 def test_a_sweep_pushed_from_a_laptop_is_recorded_not_computed_elsewhere(lab, s3, monkeypatch):
     endpoint = s3.meta.endpoint_url
     monkeypatch.delenv("LAB_STORAGE_URL")  # the laptop: everything on local disk

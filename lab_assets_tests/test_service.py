@@ -209,6 +209,7 @@ def _stop_with_ctrl_z(proc: subprocess.Popen, running: dict) -> int:
     return command
 
 
+@pytest.mark.slow
 def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", start_new_session=True)
     try:
@@ -224,6 +225,7 @@ def test_ctrl_z_on_the_client_stops_the_command_and_fg_continues_it(tmp_path, se
     assert len(pd.read_parquet(project / ".lab" / "reports" / "slow" / "metrics.parquet")) == 4
 
 
+@pytest.mark.slow
 def test_a_stopped_command_whose_client_is_killed_is_interrupted_not_left_stopped(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet", start_new_session=True)
     try:
@@ -280,6 +282,7 @@ def test_ctrl_z_before_the_service_names_the_command_stops_the_command_once_it_i
         listener.close()
 
 
+@pytest.mark.slow
 def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(tmp_path, "--quiet")
     wait_for(lambda: _children(running["pid"]), 60, "the command to start in the service")
@@ -292,6 +295,7 @@ def test_a_command_outlives_its_killed_service_and_reports_its_own_exit_code(tmp
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.slow
 def test_a_killed_client_interrupts_its_command(tmp_path, services):
     project, running, proc = _slow_sweep_under_way(
         tmp_path, "--quiet", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -232,7 +232,10 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
 
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(
-        path.read_text().replace("seeds: [0]", "seeds: [0, 1]").replace("n_neighbors: 12", "n_neighbors: [8, 12]")
+        path.read_text()
+        .replace("seeds: [0]", "seeds: [0, 1]")
+        .replace("n_neighbors: 12", "n_neighbors: [8, 12]")
+        .replace("n_samples: 150", "n_samples: 80")
     )
     sweep = load_sweep(path)
     result = run_sweep(sweep, workers=1)

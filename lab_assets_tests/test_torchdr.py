@@ -9,6 +9,7 @@ from lab_assets.dr.methods import METHODS
 from lab_assets_tests.conftest import swissroll_points
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["torchdr_tsne", "torchdr_umap"])
 def test_torchdr_method_is_seeded_and_embeds(name):
     X = swissroll_points(200)

@@ -158,6 +158,7 @@ def test_two_processes_appending_at_once_lose_no_row(lab, tmp_path):
     assert_every_row_kept()
 
 
+@pytest.mark.slow
 def test_two_processes_appending_at_once_on_s3_lose_no_row(lab, s3, tmp_path):
     two_writers_at_once(tmp_path / "gate")
     assert_every_row_kept()

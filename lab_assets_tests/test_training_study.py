@@ -194,6 +194,7 @@ def test_sensor_runs_the_loop_and_survives_restarts(lab):
     assert record is not None
 
 
+@pytest.mark.slow
 def test_a_study_on_s3_keeps_its_ledger_there(lab, s3):
     """The ledger on shared storage, through real trial runs: `lab study run` with the storage
     root in S3 (moto's server) records one object per trial; `lab study show` reads them back."""

@@ -30,10 +30,14 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(
         lab / "broken.csv", index=False
     )
-    path = lab / "sweeps" / "tiny.yaml"
-    path.write_text(path.read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n"))
+    # The broken dataset beside one small good one (a report of no cell at all is not this test's case).
+    (lab / "sweeps" / "broken.yaml").write_text(
+        "name: broken\ndata:\n  file: {path: broken.csv}\n  swissroll: {n_samples: 60}\nseeds: [0]\n"
+        "methods:\n  pca: {}\n  isomap: {}\n"
+        "metrics:\n  trustworthiness: {k: [5]}\n"
+    )
 
-    out = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "1", cwd=lab)
+    out = lab_cli("sweep", "run", "sweeps/broken.yaml", "--workers", "1", cwd=lab)
     assert out.returncode == 1
     _no_traceback(out.stderr)  # Dagster's own step-failure logging no longer reaches the terminal
     # One line per failed run: the broken dataset's partition in each of its two cells.
@@ -51,7 +55,7 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     assert f"/runs/{run}" in log.stdout  # the UI link
     assert lab_cli("logs", "ffffffff", cwd=lab).returncode == 2
 
-    verbose = lab_cli("sweep", "run", "sweeps/tiny.yaml", "--verbose", "--workers", "1", cwd=lab)
+    verbose = lab_cli("sweep", "run", "sweeps/broken.yaml", "--verbose", "--workers", "1", cwd=lab)
     assert verbose.returncode == 1 and "Stack Trace:" in verbose.stderr and "BadDataError" in verbose.stderr
 
 

@@ -70,6 +70,7 @@ def _cleanup(proc):
     proc.wait()
 
 
+@pytest.mark.slow
 def test_sigterm_to_lab_ui_alone_stops_webserver_and_daemon(lab):
     proc, port, roles = _start(lab)
     try:
