@@ -30,10 +30,9 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     pd.DataFrame(np.c_[np.arange(30.0), np.full(30, np.nan)], columns=["a", "b"]).to_csv(
         lab / "broken.csv", index=False
     )
-    # The broken dataset beside one small good one (a report of no cell at all is not this test's case).
+    # Only the broken dataset: both its cells fail, and the report of no cell is still drawn (no third line).
     (lab / "sweeps" / "broken.yaml").write_text(
-        "name: broken\ndata:\n  file: {path: broken.csv}\n  swissroll: {n_samples: 60}\nseeds: [0]\n"
-        "methods:\n  pca: {}\n  isomap: {}\n"
+        "name: broken\ndata:\n  file: {path: broken.csv}\nseeds: [0]\nmethods:\n  pca: {}\n  isomap: {}\n"
         "metrics:\n  trustworthiness: {k: [5]}\n"
     )
 
@@ -43,6 +42,7 @@ def test_a_failed_partition_is_one_line_with_its_run_and_log_command(lab):
     # One line per failed run: the broken dataset's partition in each of its two cells.
     lines = [line for line in out.stderr.splitlines() if line.startswith("FAILED ")]
     assert len(lines) == 2
+    assert (lab / ".lab" / "reports" / "broken" / "embeddings.png").stat().st_size > 0
     line = lines[0]
     assert "FAILED datasets file-" in line and "BadDataError: data " in line
     assert "[step raw_dataset, run " in line

@@ -67,6 +67,13 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def _note(text: str) -> Figure:
+    """A small figure that only says why there is nothing to draw."""
+    fig = Figure(figsize=(4, 1), dpi=DPI)
+    fig.text(0.5, 0.5, text, ha="center")
+    return fig
+
+
 def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
     """One panel per (data row, method column), in the order given; `panels[(data, method)]` is
     an embedding table."""
@@ -74,6 +81,8 @@ def embeddings_grid(panels: dict[tuple[str, str], pd.DataFrame]) -> bytes:
 
 
 def embeddings_figure(panels: dict[tuple[str, str], pd.DataFrame]) -> Figure:
+    if not panels:  # every cell failed or none ran yet: the report still says so
+        return _note("no cell has an embedding yet")
     rows = list(dict.fromkeys(d for d, _ in panels))
     cols = list(dict.fromkeys(m for _, m in panels))
     # Named classes (cell types: `label_name`) get a legend right of their row: room for it.
@@ -129,11 +138,9 @@ def curves_figure(table: pd.DataFrame) -> Figure:
                 columns={col: "value", "method_label": "method"}
             )
             long.append(part.assign(metric=m["metric"] + m["rest"], k=int(m["k"])))
-    if not long:
-        fig = Figure(figsize=(4, 1), dpi=DPI)
-        fig.text(0.5, 0.5, "no metric with a k parameter", ha="center")
-        return fig
-    data = pd.concat(long).dropna(subset=["value"])
+    data = pd.concat(long).dropna(subset=["value"]) if long else None
+    if data is None or data.empty:
+        return _note("no metric with a k parameter has a value yet")
     metrics, datasets = list(dict.fromkeys(data["metric"])), list(dict.fromkeys(data["dataset_label"]))
     fig, axes = CURVES.figure(len(metrics), len(datasets))
     for i, metric in enumerate(metrics):
