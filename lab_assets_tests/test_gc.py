@@ -26,12 +26,14 @@ OTHER = """
 name: other
 data:
   gaussian_blobs: {n_samples: 90, n_features: 4, centers: 2}
+  swissroll: {n_samples: 90}
 seeds: [0]
 methods:
   pca: {}
 metrics:
   trustworthiness: {k: [5]}
   continuity: {k: [5]}
+  latent_knn_preservation: {k: [5]}
 """
 
 
@@ -100,6 +102,13 @@ def test_gc_deletes_exactly_what_no_registered_sweep_uses(lab, single_threaded):
     assert by_kind["sweep"] == {"other"}
     assert by_kind["cell"] == set(old_cells + other_cells)
     assert by_kind["data"] == {d.key for d in other.data}
+    # The ground truth that other's swissroll metric read goes with its data key (a stray file it is not).
+    roll = next(d.key for d in other.data if d.dataset == "swissroll")
+    latent = {f for f in _files(lab, "latent") if roll in f}
+    assert latent, "the ground-truth metric wrote no latent table"
+    listed_files = {p for i in listed["items"] if i["kind"] == "data" for p in i["files"]}
+    assert all(any(p.endswith(f) for p in listed_files) for f in latent), (latent, listed_files)
+    tiny_latents = _files(lab, "latent") - latent  # a live data key's: never listed (nor a stray file)
     assert by_kind["report"] == {"other"}
     assert by_kind["report version"] == {"tiny"}
     assert by_kind["stray file"] == {str(tmp), str(stray)}
@@ -118,6 +127,7 @@ def test_gc_deletes_exactly_what_no_registered_sweep_uses(lab, single_threaded):
         assert _runs_of(cell) == 0 and cell not in inst.get_dynamic_partitions("cell")
         assert not _cell_files(lab, "embedding", cell) and not _cell_files(lab, "metrics", cell)
     assert not tmp.exists() and fresh_tmp.exists() and not old_report.exists() and not stray.exists()
+    assert _files(lab, "latent") == tiny_latents
     assert not (lab / ".lab" / "reports" / "other").exists() and inst.get_dynamic_partitions("sweep") == ["tiny"]
     assert keystore.keys("sweep") == ["tiny"]
     assert _live_files(lab, tiny) == kept

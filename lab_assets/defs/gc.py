@@ -5,8 +5,8 @@ Garbage, from the registered sweeps whose file still exists ("live"):
 - a cell no live sweep declares: its files, its `cell` partition and its runs (`delete_run`: the
   run and its events, the partition's materializations with them; a cell's runs materialize that
   one partition only);
-- a data key no live cell reads: its dataset files; key records of data and method keys no live
-  sweep names;
+- a data key no live cell reads: its dataset files and its latent table (`latent_table.py`); key
+  records of data and method keys no live sweep names;
 - a report of a sweep no longer registered (its folder, `sweep` partition, report and launch runs),
   and superseded versions of a live report (`storage.replace_folder` leaves the previous one);
 - the local W&B run folders (`<lab home>/wandb`) of cells and sweeps no live sweep declares; what
@@ -40,6 +40,7 @@ from lab_assets.core import key_records, keys, storage, tracking
 from lab_assets.core.settings import resolve_path
 from lab_assets.defs.inflight import PARTITION_TAG, UNFINISHED
 from lab_assets.defs.integrity import CELL_ASSETS, DATA_ASSETS, recorded
+from lab_assets.defs.latent_table import FOLDER as LATENT
 from lab_assets.defs.register import unregister
 from lab_assets.dr import keystore
 from lab_assets.dr.sweep import Sweep
@@ -179,20 +180,20 @@ def _wandb_runs(live: set[str]) -> list[Item]:
 
 def _scan_assets(now: float) -> tuple[dict[tuple[str, str], dict[str, int]], dict[str, dict[str, int]], list]:
     """The sweep assets' files, one listing: ({(data, method): {path: bytes}} of cells, {data key:
-    {path: bytes}} of datasets, [(path, bytes)] of temporaries older than `GRACE_SECONDS` and of
-    files in no known place)."""
+    {path: bytes}} of datasets and latent tables, [(path, bytes)] of temporaries older than
+    `GRACE_SECONDS` and of files in no known place)."""
     cells: dict[tuple[str, str], dict[str, int]] = {}
     data: dict[str, dict[str, int]] = {}
     other = []
     for path, info in _listing(storage.url("assets")).items():
         parts = _relative(path)
-        if len(parts) < 3 or parts[1] not in (*DATA_ASSETS, *CELL_ASSETS):
+        if len(parts) < 3 or parts[1] not in (*DATA_ASSETS, *CELL_ASSETS, LATENT):
             continue  # training's assets, the metric table: not a sweep's cells
         name = parts[-1]
         if name.startswith("."):  # a killed writer's temporary, or one being written
             if now - _mtime(info) > GRACE_SECONDS:
                 other.append((path, info["size"]))
-        elif parts[1] in DATA_ASSETS and len(parts) == 3:
+        elif parts[1] in (*DATA_ASSETS, LATENT) and len(parts) == 3:
             data.setdefault(name.removesuffix(".parquet"), {})[path] = info["size"]
         elif parts[1] in CELL_ASSETS and len(parts) == 4:
             method = name.removesuffix(CHECKPOINT).removesuffix(".pt").removesuffix(".parquet")
@@ -236,7 +237,13 @@ def _unrecorded(
     out = []
     busy_data = {d for d, _ in busy}
     candidates = [(p, n) for c in cells for p, n in cell_files.get(c, {}).items() if not p.endswith(CHECKPOINT)]
-    candidates += [(p, n) for d in sorted(used_data - busy_data) for p, n in data_files.get(d, {}).items()]
+    # A latent table is no materialization's file: the step that needs it writes it when missing.
+    candidates += [
+        (p, n)
+        for d in sorted(used_data - busy_data)
+        for p, n in data_files.get(d, {}).items()
+        if _relative(p)[1] != LATENT
+    ]
     for path, size in candidates:
         if tuple(_relative(path)) not in pointed:
             out.append(Item("stray file", path, "no materialization points to it", {path: size}))

@@ -15,13 +15,16 @@ from lab_assets.core.registry import digest
 from lab_assets.dr import ground_truth, latents
 from lab_assets.dr.sweep import DataConfig
 
+# `assets/latent/<data key>.parquet`: `lab gc` deletes it with its data key's dataset files.
+FOLDER = "latent"
+
 
 def latent(config: DataConfig, rng: np.random.Generator, generated_by: str) -> latents.Latent | None:
     """The data key's latent (None for a dataset without ground truth), from `rng`, the generator
     the dataset's entry is given, when not already on file for the same `generated_by`."""
     if not ground_truth.has_latents(config.dataset):
         return None
-    path = storage.asset_path("latent", config.key)
+    path = storage.asset_path(FOLDER, config.key)
     code = canonical.closure([latents.LATENTS[config.dataset].__module__], ("lab_assets.dr",))
     spec = f"{generated_by}|{digest({m: d for m, (_, d) in code.items()}, length=12)}"
     try:
