@@ -1,0 +1,206 @@
+"""Why a cell is stale: the rules, stated once. `reasons(old, new)` classifies the differences
+between the versions a cell was computed with and the versions it would be computed with now
+into {asset: why}. `lab sweep plan` (`defs/freshness.py`: old = what the lab home recorded) and
+`lab impact` (`dr/impact.py`: old = a git revision's tree) both name their reasons with it; the
+plan still asks Dagster's resolver *what* is stale, this module only says *why*. The first rule
+that applies decides (a dataset that changed recomputes everything below it, whatever else
+changed). docs/staleness.md's table is `table()`, written by `python -m lab_assets.dr.staleness`.
+
+A version a side cannot know is None: a lab home written before a record existed, or a step
+version the plan only knows to differ (Dagster's resolver says so, not what it was). Its rule
+then names the coarser reason both sides can stand by."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATASET, MODEL, EMBEDDING, METRICS = "dataset", "model", "embedding", "metrics"
+# The asset modules whose declared version is every cell's, and the step each one versions.
+STEP_MODULES = {"datasets.py": DATASET, "experiments.py": EMBEDDING, "metrics.py": METRICS}
+NEW_CELL = "sweep file: new cell"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A metric column as a cell's row holds it (old) or would (new)."""
+
+    metric: str
+    version: str  # what the row records: `specs.column_version`
+    code: str | None = None  # the metric's own code version
+    shared: Mapping[str, str] | None = None  # {file: digest} of the kNN code every metric shares
+
+
+@dataclass(frozen=True)
+class CellVersions:
+    dataset: str
+    data_version: str
+    method: str
+    method_version: str
+    trainable: bool = False
+    dataset_code: str | None = None
+    method_code: str | None = None
+    steps: Mapping[str, str | None] = field(default_factory=dict)  # {asset module: declared version}
+    columns: Mapping[str, Column] = field(default_factory=dict)
+    # {metric: its columns' version now, None: no longer registered} (new side): a column no sweep
+    # asks for any more stales nothing while its metric's code is what computed it.
+    metric_versions: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the table: `applies` gives {asset: why}, {} where it does not apply."""
+
+    change: str  # what differs, in a person's words
+    recomputes: str
+    says: tuple[str, ...]  # the reasons it gives
+    applies: Callable[[CellVersions, CellVersions], dict[str, str]]
+
+
+def _below(v: CellVersions, *first: str) -> tuple[str, ...]:
+    return (*first, *((MODEL,) if v.trainable else ()), EMBEDDING, METRICS)
+
+
+def _step(module: str, assets: Callable[[CellVersions], tuple[str, ...]]):
+    def applies(old: CellVersions, new: CellVersions) -> dict[str, str]:
+        if old.steps.get(module, new.steps.get(module)) == new.steps.get(module):
+            return {}
+        return dict.fromkeys(assets(new), f"asset module {module} changed: every cell")
+
+    return applies
+
+
+def _code(old: str | None, new: str | None, same: str, unknown: str) -> str:
+    if old is None or new is None:
+        return unknown
+    return "code changed" if old != new else same
+
+
+def _dataset(old: CellVersions, new: CellVersions) -> dict[str, str]:
+    if old.data_version == new.data_version:
+        return {}
+    what = _code(
+        old.dataset_code, new.dataset_code, "libraries or input file changed", "code, libraries or input file changed"
+    )
+    return dict.fromkeys(_below(new, DATASET), f"dataset {new.dataset}: {what}")
+
+
+def _method(old: CellVersions, new: CellVersions) -> dict[str, str]:
+    if old.method_version == new.method_version:
+        return {}
+    what = _code(old.method_code, new.method_code, "libraries changed", "code or libraries changed")
+    return dict.fromkeys(_below(new), f"method {new.method}: {what}")
+
+
+def _changed_column(old: Column, new: Column) -> str:
+    if old.code is None or new.code is None:
+        return f"metric {new.metric}: its code or the shared metric code changed"
+    if old.code != new.code:
+        return f"metric {new.metric}: code changed"
+    if old.shared is None or new.shared is None:
+        return "shared metric code changed: every metric"
+    files = [f for f, v in new.shared.items() if old.shared.get(f) != v]
+    return f"shared metric code changed ({', '.join(files) or 'libraries'}): every metric"
+
+
+def _columns(old: CellVersions, new: CellVersions) -> dict[str, str]:
+    whys = []
+    for name, column in new.columns.items():
+        was = old.columns.get(name)
+        if was is None:
+            whys.append(f"metric {column.metric}: new column {name}")
+        elif was.version != column.version:
+            whys.append(_changed_column(was, column))
+    for name, was in old.columns.items():
+        if name not in new.columns and new.metric_versions.get(was.metric) != was.version:
+            whys.append(f"metric {was.metric}: code changed, column removed: {name}")
+    return {METRICS: "; ".join(dict.fromkeys(whys))} if whys else {}
+
+
+RULES = (
+    Rule(
+        "the datasets step's declared version (`defs/step_versions.py`)",
+        "every cell: dataset and all below",
+        ("asset module datasets.py changed: every cell",),
+        _step("datasets.py", lambda v: _below(v, DATASET)),
+    ),
+    Rule(
+        "a dataset's code (its module or a science module it imports), its input file, its libraries",
+        "that data key's files, then the cells whose data came out different",
+        (
+            "dataset NAME: code changed",
+            "dataset NAME: libraries or input file changed",
+            "dataset NAME: code, libraries or input file changed",
+        ),
+        _dataset,
+    ),
+    Rule(
+        "the embedding step's declared version",
+        "every cell's embedding (model) and metrics",
+        ("asset module experiments.py changed: every cell",),
+        _step("experiments.py", _below),
+    ),
+    Rule(
+        "a method's code (its module, a science helper it imports, a plugin's helper), its libraries",
+        "its cells' embeddings; their metric columns only where the embedding's values changed",
+        ("method NAME: code changed", "method NAME: libraries changed", "method NAME: code or libraries changed"),
+        _method,
+    ),
+    Rule(
+        "the metrics step's declared version",
+        "every cell's metrics",
+        ("asset module metrics.py changed: every cell",),
+        _step("metrics.py", lambda v: (METRICS,)),
+    ),
+    Rule(
+        "a sweep's metrics (a column added); a metric's code; the shared kNN code (`dr/metrics/neighbors.py` "
+        "and the rank kernels it imports); a metric taken out whose code changed since",
+        "the metrics step alone, those columns only (the others are carried)",
+        (
+            "metric NAME: new column COLUMN",
+            "metric NAME: code changed",
+            "shared metric code changed (FILES): every metric",
+            "metric NAME: code changed, column removed: COLUMN",
+            "metric NAME: its code or the shared metric code changed",
+        ),
+        _columns,
+    ),
+)
+
+
+def reasons(old: CellVersions | None, new: CellVersions) -> dict[str, str]:
+    """{asset: why it is recomputed} of one cell ({}: nothing differs); `old` None: a cell the
+    old side never declared."""
+    if old is None:
+        return dict.fromkeys(_below(new, DATASET), NEW_CELL)
+    for rule in RULES:
+        if found := rule.applies(old, new):
+            return found
+    return {}
+
+
+def table() -> str:
+    """The rules as docs/staleness.md shows them, in the order they are tried."""
+    rows = [
+        "| what differs (first match decides) | recomputed | `lab sweep plan` and `lab impact` say |",
+        "|---|---|---|",
+        f"| a cell the base revision did not declare (`lab impact`) | everything | `{NEW_CELL}` |",
+    ]
+    rows += [f"| {r.change} | {r.recomputes} | {'<br>'.join(f'`{s}`' for s in r.says)} |" for r in RULES]
+    return "\n".join(rows)
+
+
+BEGIN, END = "<!-- rules: python -m lab_assets.dr.staleness -->", "<!-- end of rules -->"
+
+
+def with_table(doc: str) -> str:
+    """`doc` with the table between its markers replaced by `table()`."""
+    head, rest = doc.split(BEGIN, 1)
+    return f"{head}{BEGIN}\n{table()}\n{END}{rest.split(END, 1)[1]}"
+
+
+if __name__ == "__main__":
+    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/staleness.md")
+    doc.write_text(with_table(doc.read_text()))
