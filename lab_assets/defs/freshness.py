@@ -21,11 +21,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
 import dagster as dg
 
 from lab_assets.core import keys, storage
+from lab_assets.core.registry import package_version
 from lab_assets.defs import integrity, step_versions
 from lab_assets.defs.assets import specs
 from lab_assets.defs.assets.metrics import stored_versions
@@ -33,7 +35,7 @@ from lab_assets.dr import keystore, staleness
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.staleness import CellVersions, Column
-from lab_assets.dr.sweep import DataConfig, MethodConfig, MetricConfig, Sweep
+from lab_assets.dr.sweep import MetricConfig, Sweep
 from lab_assets.runtime.freshness.kept_answers import CachedStatusReader
 from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
 
@@ -115,12 +117,19 @@ _STEP_ASSETS = {
 }
 
 
-def _recorded_code(asset: str, partition: str) -> str | None:
-    """The entry's code digest its file's lineage records (None: unreadable, or none recorded)."""
+def _recorded(asset: str, partition: str, packages: tuple[str, ...]) -> tuple[str | None, dict | None]:
+    """(code digest, {library: version} of `packages`) its file's lineage records (None: not known)."""
     try:
-        return storage.parquet_provenance(storage.asset_path(asset, partition)).get("code_digest") or None
+        prov = storage.parquet_provenance(storage.asset_path(asset, partition))
     except storage.UnreadableFileError:
-        return None
+        return None, None
+    recorded = prov.get("packages")
+    return prov.get("code_digest") or None, None if recorded is None else {p: recorded.get(p) for p in packages}
+
+
+@cache  # as an entry's code version: the libraries of this process
+def _installed(packages: tuple[str, ...]) -> dict[str, str]:
+    return {p: package_version(p) for p in packages}
 
 
 class _Why:
@@ -128,27 +137,30 @@ class _Why:
     tree's. Each level of the plan (dataset, embedding, metrics) asks about its own versions
     alone (the others are the tree's), as the rules' order stops at the first that differs."""
 
-    def __init__(self, r: CachedStatusReader, data: dict[str, DataConfig], methods: dict[str, MethodConfig]):
-        self.r, self.data, self.methods = r, data, methods
+    def __init__(self, r: CachedStatusReader, sweep: Sweep, data_versions: dict, method_versions: dict):
+        self.r, self.data_versions, self.method_versions = r, data_versions, method_versions
+        self.data, self.methods = {d.key: d for d in sweep.data}, {m.key: m for m in sweep.methods}
         self.steps = {m: step_versions.declared(f"lab_assets.defs.assets.{m[:-3]}") for m in staleness.STEP_MODULES}
-        self._codes: dict[tuple, str | None] = {}  # old code digests, per config and observed version
+        self._recorded: dict[tuple, tuple] = {}  # per config and observed version
 
-    def _code(self, asset: str, partition: str, config: str, observed: str | None) -> str | None:
+    def _lineage(self, asset: str, partition: str, config: str, observed: str | None, packages: tuple) -> tuple:
         # Cells that observed the same version of a config were computed by the same code.
-        if (asset, config, observed) not in self._codes:
-            self._codes[asset, config, observed] = _recorded_code(asset, partition)
-        return self._codes[asset, config, observed]
+        if (asset, config, observed) not in self._recorded:
+            self._recorded[asset, config, observed] = _recorded(asset, partition, packages)
+        return self._recorded[asset, config, observed]
 
     def _new(self, d: str, m: str, columns: dict[str, Column] | None = None) -> CellVersions:
         dc, mc = self.data[d], self.methods[m]
         return CellVersions(
             dataset=dc.dataset,
-            data_version=specs.data_version(dc),
+            data_version=self.data_versions[d],
             method=mc.method,
-            method_version=specs.method_version(mc),
+            method_version=self.method_versions[m],
             trainable=mc.entry.trainable,
             dataset_code=DATASETS[dc.dataset].code_digest,
             method_code=mc.entry.code_digest,
+            dataset_packages=_installed(DATASETS[dc.dataset].packages),
+            method_packages=_installed(mc.entry.packages),
             steps=self.steps,
             columns=columns or {},
         )
@@ -165,19 +177,21 @@ class _Why:
         """Why the cell's dataset is stale, per cell asset ({}: not for a difference of versions)."""
         key, new = keys.cell_key(d, m), self._new(d, m)
         observed = self.r.observed("data_spec", key)
-        code = self._code("raw_dataset", d, d, observed) if observed != new.data_version else new.dataset_code
-        old = dataclasses.replace(
-            new, data_version=observed, dataset_code=code, steps=self._steps("datasets.py", status)
-        )
+        code, packages = new.dataset_code, new.dataset_packages
+        if observed != new.data_version:
+            code, packages = self._lineage("raw_dataset", d, d, observed, DATASETS[new.dataset].packages)
+        steps = self._steps("datasets.py", status)
+        old = dataclasses.replace(new, data_version=observed, dataset_code=code, dataset_packages=packages, steps=steps)
         return self._cell(old, new)
 
     def embedding(self, d: str, m: str, status: Status) -> dict[str, str]:
         key, new = keys.cell_key(d, m), self._new(d, m)
         observed = self.r.observed("method_spec", key)
-        code = self._code("embedding", key, m, observed) if observed != new.method_version else new.method_code
-        old = dataclasses.replace(
-            new, method_version=observed, method_code=code, steps=self._steps("experiments.py", status)
-        )
+        code, packages = new.method_code, new.method_packages
+        if observed != new.method_version:
+            code, packages = self._lineage("embedding", key, m, observed, self.methods[m].entry.packages)
+        steps = self._steps("experiments.py", status)
+        old = dataclasses.replace(new, method_version=observed, method_code=code, method_packages=packages, steps=steps)
         return self._cell(old, new)
 
     def metrics(self, d: str, m: str, owed: list[MetricConfig], recorded: dict | None, status: Status) -> str | None:
@@ -240,10 +254,9 @@ def plan_sweep(
 
     # A cell's metric suite is the union over the registered sweeps containing it, this one as planned.
     suites = specs.cell_suites([*(s for s in keystore.sweeps() if s.name != sweep.name), sweep])
-    data, methods = {d.key: d for d in sweep.data}, {m.key: m for m in sweep.methods}
     data_versions = {d.key: specs.data_version(d) for d in sweep.data}
     method_versions = {m.key: specs.method_version(m) for m in sweep.methods}
-    why = _Why(r, data, methods)
+    why = _Why(r, sweep, data_versions, method_versions)
 
     data_status: dict[tuple[str, str], Status] = {}  # the dataset partition of each cell
     cells = []

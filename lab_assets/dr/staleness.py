@@ -42,6 +42,9 @@ class CellVersions:
     trainable: bool = False
     dataset_code: str | None = None
     method_code: str | None = None
+    # {library: version} of the entries' `packages=`: an upgrade changes their code versions too.
+    dataset_packages: Mapping[str, str] | None = None
+    method_packages: Mapping[str, str] | None = None
     steps: Mapping[str, str | None] = field(default_factory=dict)  # {asset module: declared version}
     columns: Mapping[str, Column] = field(default_factory=dict)
     # {metric: its columns' version now, None: no longer registered} (new side): a column no sweep
@@ -72,17 +75,24 @@ def _step(module: str, assets: Callable[[CellVersions], tuple[str, ...]]):
     return applies
 
 
-def _code(old: str | None, new: str | None, same: str, unknown: str) -> str:
-    if old is None or new is None:
+def _code(old: tuple, new: tuple, same: str, unknown: str) -> str:
+    """`old`, `new`: (code, packages) of an entry."""
+    (code, packages), (now, installed) = old, new
+    if packages is not None and installed is not None and packages != installed:
+        return "libraries changed"
+    if code is None or now is None:
         return unknown
-    return "code changed" if old != new else same
+    return "code changed" if code != now else same
 
 
 def _dataset(old: CellVersions, new: CellVersions) -> dict[str, str]:
     if old.data_version == new.data_version:
         return {}
     what = _code(
-        old.dataset_code, new.dataset_code, "libraries or input file changed", "code, libraries or input file changed"
+        (old.dataset_code, old.dataset_packages),
+        (new.dataset_code, new.dataset_packages),
+        "libraries or input file changed",
+        "code, libraries or input file changed",
     )
     return dict.fromkeys(_below(new, DATASET), f"dataset {new.dataset}: {what}")
 
@@ -90,7 +100,12 @@ def _dataset(old: CellVersions, new: CellVersions) -> dict[str, str]:
 def _method(old: CellVersions, new: CellVersions) -> dict[str, str]:
     if old.method_version == new.method_version:
         return {}
-    what = _code(old.method_code, new.method_code, "libraries changed", "code or libraries changed")
+    what = _code(
+        (old.method_code, old.method_packages),
+        (new.method_code, new.method_packages),
+        "libraries changed",
+        "code or libraries changed",
+    )
     return dict.fromkeys(_below(new), f"method {new.method}: {what}")
 
 
@@ -131,6 +146,7 @@ RULES = (
         "that data key's files, then the cells whose data came out different",
         (
             "dataset NAME: code changed",
+            "dataset NAME: libraries changed",
             "dataset NAME: libraries or input file changed",
             "dataset NAME: code, libraries or input file changed",
         ),
