@@ -7,16 +7,12 @@ import dataclasses
 from pathlib import Path
 
 from lab_assets.dr import staleness
-from lab_assets.dr.staleness import CellVersions, Column
+from lab_assets.dr.staleness import CellVersions, Column, EntryVersions
 
 SHARED = {"neighbors.py": "n", "ranks.py": "r"}
 CELL = CellVersions(
-    dataset="swissroll",
-    data_version="d1",
-    method="pca",
-    method_version="m1",
-    dataset_code="dc",
-    method_code="mc",
+    EntryVersions("swissroll", "d1", "dc"),
+    EntryVersions("pca", "m1", "mc"),
     steps={"datasets.py": "1", "experiments.py": "2", "metrics.py": "3"},
     columns={"lid@k=10": Column("lid", "v1", "lc", SHARED), "tw@k=5": Column("tw", "w1", "tc", SHARED)},
     metric_versions={"lid": "v1", "tw": "w1"},
@@ -24,8 +20,14 @@ CELL = CellVersions(
 EVERY = {"dataset", "embedding", "metrics"}
 
 
-def changed(**fields) -> CellVersions:
-    return dataclasses.replace(CELL, **fields)
+def changed(data: dict | None = None, method: dict | None = None, **fields) -> CellVersions:
+    """CELL with these fields, `data` and `method` those of its dataset and method."""
+    return dataclasses.replace(
+        CELL,
+        data=dataclasses.replace(CELL.data, **data or {}),
+        method=dataclasses.replace(CELL.method, **method or {}),
+        **fields,
+    )
 
 
 def test_nothing_differs_nothing_is_stale_and_a_new_cell_computes_everything():
@@ -37,17 +39,15 @@ def test_nothing_differs_nothing_is_stale_and_a_new_cell_computes_everything():
 
 def test_the_first_rule_that_applies_decides():
     everything = changed(
-        data_version="d2",
-        dataset_code="dc2",
-        method_version="m2",
-        method_code="mc2",
+        {"version": "d2", "code": "dc2"},
+        {"version": "m2", "code": "mc2"},
         steps={**CELL.steps, "datasets.py": "9", "metrics.py": "9"},
     )
     assert staleness.reasons(CELL, everything) == dict.fromkeys(EVERY, "asset module datasets.py changed: every cell")
     assert staleness.reasons(CELL, dataclasses.replace(everything, steps=CELL.steps)) == dict.fromkeys(
         EVERY, "dataset swissroll: code changed"
     )
-    method = changed(method_version="m2", method_code="mc2", steps={**CELL.steps, "metrics.py": "9"})
+    method = changed(method={"version": "m2", "code": "mc2"}, steps={**CELL.steps, "metrics.py": "9"})
     assert staleness.reasons(CELL, method) == dict.fromkeys(("embedding", "metrics"), "method pca: code changed")
     # A step version the plan only knows to differ (Dagster's resolver says so): None.
     assert staleness.reasons(changed(steps={**CELL.steps, "metrics.py": None}), CELL) == {
@@ -56,24 +56,25 @@ def test_the_first_rule_that_applies_decides():
 
 
 def test_a_version_that_differs_with_the_same_code_and_one_whose_code_is_not_known():
-    assert staleness.reasons(CELL, changed(data_version="d2")) == dict.fromkeys(
+    assert staleness.reasons(CELL, changed({"version": "d2"})) == dict.fromkeys(
         EVERY, "dataset swissroll: libraries or input file changed"
     )
-    assert staleness.reasons(changed(dataset_code=None), changed(data_version="d2")) == dict.fromkeys(
+    assert staleness.reasons(changed({"code": None}), changed({"version": "d2"})) == dict.fromkeys(
         EVERY, "dataset swissroll: code, libraries or input file changed"
     )
-    assert staleness.reasons(CELL, changed(method_version="m2")) == dict.fromkeys(
+    assert staleness.reasons(CELL, changed(method={"version": "m2"})) == dict.fromkeys(
         ("embedding", "metrics"), "method pca: libraries changed"
     )
-    assert staleness.reasons(changed(method_code=None), changed(method_version="m2", trainable=True)) == dict.fromkeys(
+    unknown = changed(method={"code": None})
+    assert staleness.reasons(unknown, changed(method={"version": "m2"}, trainable=True)) == dict.fromkeys(
         ("model", "embedding", "metrics"), "method pca: code or libraries changed"
     )
     # A library upgrade changes the code digest the plan compares too: named as the libraries.
-    upgraded = changed(method_version="m2", method_code="mc2", method_packages={"umap-learn": "0.6"})
-    assert staleness.reasons(changed(method_packages={"umap-learn": "0.5"}), upgraded) == dict.fromkeys(
+    upgraded = changed(method={"version": "m2", "code": "mc2", "packages": {"umap-learn": "0.6"}})
+    assert staleness.reasons(changed(method={"packages": {"umap-learn": "0.5"}}), upgraded) == dict.fromkeys(
         ("embedding", "metrics"), "method pca: libraries changed"
     )
-    assert staleness.reasons(changed(method_packages={"umap-learn": "0.6"}), upgraded) == dict.fromkeys(
+    assert staleness.reasons(changed(method={"packages": {"umap-learn": "0.6"}}), upgraded) == dict.fromkeys(
         ("embedding", "metrics"), "method pca: code changed"
     )
 

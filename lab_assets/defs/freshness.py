@@ -34,7 +34,7 @@ from lab_assets.defs.assets.metrics import stored_versions
 from lab_assets.dr import keystore, staleness
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.metrics import METRICS
-from lab_assets.dr.staleness import CellVersions, Column
+from lab_assets.dr.staleness import CellVersions, Column, EntryVersions
 from lab_assets.dr.sweep import MetricConfig, Sweep
 from lab_assets.runtime.freshness.kept_answers import CachedStatusReader
 from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
@@ -151,16 +151,11 @@ class _Why:
 
     def _new(self, d: str, m: str, columns: dict[str, Column] | None = None) -> CellVersions:
         dc, mc = self.data[d], self.methods[m]
+        entry = DATASETS[dc.dataset]
         return CellVersions(
-            dataset=dc.dataset,
-            data_version=self.data_versions[d],
-            method=mc.method,
-            method_version=self.method_versions[m],
+            EntryVersions(dc.dataset, self.data_versions[d], entry.code_digest, _installed(entry.packages)),
+            EntryVersions(mc.method, self.method_versions[m], mc.entry.code_digest, _installed(mc.entry.packages)),
             trainable=mc.entry.trainable,
-            dataset_code=DATASETS[dc.dataset].code_digest,
-            method_code=mc.entry.code_digest,
-            dataset_packages=_installed(DATASETS[dc.dataset].packages),
-            method_packages=_installed(mc.entry.packages),
             steps=self.steps,
             columns=columns or {},
         )
@@ -177,22 +172,20 @@ class _Why:
         """Why the cell's dataset is stale, per cell asset ({}: not for a difference of versions)."""
         key, new = keys.cell_key(d, m), self._new(d, m)
         observed = self.r.observed("data_spec", key)
-        code, packages = new.dataset_code, new.dataset_packages
-        if observed != new.data_version:
-            code, packages = self._lineage("raw_dataset", d, d, observed, DATASETS[new.dataset].packages)
-        steps = self._steps("datasets.py", status)
-        old = dataclasses.replace(new, data_version=observed, dataset_code=code, dataset_packages=packages, steps=steps)
-        return self._cell(old, new)
+        code, packages = new.data.code, new.data.packages
+        if observed != new.data.version:
+            code, packages = self._lineage("raw_dataset", d, d, observed, DATASETS[new.data.name].packages)
+        data = EntryVersions(new.data.name, observed, code, packages)
+        return self._cell(dataclasses.replace(new, data=data, steps=self._steps("datasets.py", status)), new)
 
     def embedding(self, d: str, m: str, status: Status) -> dict[str, str]:
         key, new = keys.cell_key(d, m), self._new(d, m)
         observed = self.r.observed("method_spec", key)
-        code, packages = new.method_code, new.method_packages
-        if observed != new.method_version:
+        code, packages = new.method.code, new.method.packages
+        if observed != new.method.version:
             code, packages = self._lineage("embedding", key, m, observed, self.methods[m].entry.packages)
-        steps = self._steps("experiments.py", status)
-        old = dataclasses.replace(new, method_version=observed, method_code=code, method_packages=packages, steps=steps)
-        return self._cell(old, new)
+        method = EntryVersions(new.method.name, observed, code, packages)
+        return self._cell(dataclasses.replace(new, method=method, steps=self._steps("experiments.py", status)), new)
 
     def metrics(self, d: str, m: str, owed: list[MetricConfig], recorded: dict | None, status: Status) -> str | None:
         """`owed`: the columns the row should hold; `recorded`: the observed suite's record.

@@ -75,13 +75,9 @@ def _versions(cell: dict, tree: dict, columns: list[str]) -> staleness.CellVersi
     """A cell's versions as one tree's snapshot holds them (`defs/code_versions.snapshot`)."""
     shared = tree["shared"]
     return staleness.CellVersions(
-        dataset=cell["dataset"],
-        data_version=cell["data_version"],
-        method=cell["method_name"],
-        method_version=cell["method_version"],
+        data=staleness.EntryVersions(cell["dataset"], cell["data_version"], cell["dataset_code"]),
+        method=staleness.EntryVersions(cell["method_name"], cell["method_version"], cell["method_code"]),
         trainable=cell["trainable"],
-        dataset_code=cell["dataset_code"],
-        method_code=cell["method_code"],
         steps={m: tree["assets"][m] for m in staleness.STEP_MODULES},
         columns={
             c: staleness.Column(r["metric"], r["version"], r["code"], shared)

@@ -34,17 +34,21 @@ class Column:
 
 
 @dataclass(frozen=True)
+class EntryVersions:
+    """A cell's dataset or method: its entry and versions."""
+
+    name: str
+    version: str  # its spec version: code, libraries, parameters (a dataset's seed and input file)
+    code: str | None = None
+    # {library: version} of its `packages=`: an upgrade changes `code` too.
+    packages: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class CellVersions:
-    dataset: str
-    data_version: str
-    method: str
-    method_version: str
+    data: EntryVersions
+    method: EntryVersions
     trainable: bool = False
-    dataset_code: str | None = None
-    method_code: str | None = None
-    # {library: version} of the entries' `packages=`: an upgrade changes their code versions too.
-    dataset_packages: Mapping[str, str] | None = None
-    method_packages: Mapping[str, str] | None = None
     steps: Mapping[str, str | None] = field(default_factory=dict)  # {asset module: declared version}
     columns: Mapping[str, Column] = field(default_factory=dict)
     # {metric: its columns' version now, None: no longer registered} (new side): a column no sweep
@@ -75,38 +79,23 @@ def _step(module: str, assets: Callable[[CellVersions], tuple[str, ...]]):
     return applies
 
 
-def _code(old: tuple, new: tuple, same: str, unknown: str) -> str:
-    """`old`, `new`: (code, packages) of an entry."""
-    (code, packages), (now, installed) = old, new
-    if packages is not None and installed is not None and packages != installed:
-        return "libraries changed"
-    if code is None or now is None:
-        return unknown
-    return "code changed" if code != now else same
+def _entry(kind: str, of: Callable[[CellVersions], EntryVersions], same: str, unknown: str, *first: str):
+    """The rule of a dataset's or a method's version: `same`, said when its code is the same,
+    `unknown` when either side does not know it."""
 
+    def applies(old: CellVersions, new: CellVersions) -> dict[str, str]:
+        was, now = of(old), of(new)
+        if was.version == now.version:
+            return {}
+        if was.packages is not None and now.packages is not None and was.packages != now.packages:
+            what = "libraries changed"
+        elif was.code is None or now.code is None:
+            what = unknown
+        else:
+            what = "code changed" if was.code != now.code else same
+        return dict.fromkeys(_below(new, *first), f"{kind} {now.name}: {what}")
 
-def _dataset(old: CellVersions, new: CellVersions) -> dict[str, str]:
-    if old.data_version == new.data_version:
-        return {}
-    what = _code(
-        (old.dataset_code, old.dataset_packages),
-        (new.dataset_code, new.dataset_packages),
-        "libraries or input file changed",
-        "code, libraries or input file changed",
-    )
-    return dict.fromkeys(_below(new, DATASET), f"dataset {new.dataset}: {what}")
-
-
-def _method(old: CellVersions, new: CellVersions) -> dict[str, str]:
-    if old.method_version == new.method_version:
-        return {}
-    what = _code(
-        (old.method_code, old.method_packages),
-        (new.method_code, new.method_packages),
-        "libraries changed",
-        "code or libraries changed",
-    )
-    return dict.fromkeys(_below(new), f"method {new.method}: {what}")
+    return applies
 
 
 def _changed_column(old: Column, new: Column) -> str:
@@ -150,7 +139,13 @@ RULES = (
             "dataset NAME: libraries or input file changed",
             "dataset NAME: code, libraries or input file changed",
         ),
-        _dataset,
+        _entry(
+            "dataset",
+            lambda v: v.data,
+            "libraries or input file changed",
+            "code, libraries or input file changed",
+            DATASET,
+        ),
     ),
     Rule(
         "the embedding step's declared version",
@@ -162,7 +157,7 @@ RULES = (
         "a method's code (its module, a science helper it imports, a plugin's helper), its libraries",
         "its cells' embeddings; their metric columns only where the embedding's values changed",
         ("method NAME: code changed", "method NAME: libraries changed", "method NAME: code or libraries changed"),
-        _method,
+        _entry("method", lambda v: v.method, "libraries changed", "code or libraries changed"),
     ),
     Rule(
         "the metrics step's declared version",
