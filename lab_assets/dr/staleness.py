@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATASET, MODEL, EMBEDDING, METRICS = "dataset", "model", "embedding", "metrics"
-# The asset modules whose declared version is every cell's, and the step each one versions.
-STEP_MODULES = {"datasets.py": DATASET, "experiments.py": EMBEDDING, "metrics.py": METRICS}
+# The asset modules whose declared version (`defs/step_versions.py`) is every cell's.
+STEP_MODULES = ("datasets.py", "experiments.py", "metrics.py")
 NEW_CELL = "sweep file: new cell"
 
 
