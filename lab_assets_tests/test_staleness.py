@@ -114,6 +114,16 @@ def test_a_column_no_sweep_asks_for_stales_only_once_its_code_changed():
     }
 
 
+def test_a_report_is_drawn_again_for_its_cells_then_what_it_shows_then_its_step():
+    assert staleness.report_reason(False, ("s", "s"), ("r", "r")) == ""
+    assert staleness.report_reason(True, ("s", "t"), (None, "r")) == "cells pending"
+    assert (
+        staleness.report_reason(False, (None, "t"), (None, "r"))
+        == "the sweep's cells, labels or metric columns changed"
+    )
+    assert staleness.report_reason(False, ("s", "s"), (None, "r")) == "asset module reports.py changed"
+
+
 def test_the_docs_table_is_the_rules():
     doc = (Path(__file__).parents[1] / "docs" / "staleness.md").read_text()
     assert staleness.with_table(doc) == doc, "run: python -m lab_assets.dr.staleness"

@@ -69,11 +69,13 @@ def lab_in(folder, *args):
 
 def judged(folder) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """({cell: {asset: why}} the plan finds pending, the same of the cells the impact finds
-    stale), in the plan's assets (a model is one step with its embedding)."""
+    stale), in the plan's assets (a model is one step with its embedding); both say the same of
+    the report."""
     plan = json.loads(lab_in(folder, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
     planned = {c["partition"]: c["assets"] for c in plan["cells"] if c["status"] != "fresh"}
     (sweep,) = json.loads(lab_in(folder, "impact", "--base", "HEAD", "--json").stdout)["sweeps"]
     said = {c["cell"]: {a: w for a, w in c["assets"].items() if a in {"embedding", "metrics"}} for c in sweep["stale"]}
+    assert plan["report"]["reason"] == sweep["report"]
     return planned, said
 
 

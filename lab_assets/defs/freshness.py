@@ -232,6 +232,19 @@ def _metrics_status(r: CachedStatusReader, why: _Why, cell: tuple[str, str], sui
     return _intact(status, damage, ("metrics", key))
 
 
+def _report(r: CachedStatusReader, sweep: Sweep, pending: bool, damage: dict) -> Status:
+    """A registered sweep's report: `staleness.report_reason` where versions differ (Dagster's
+    resolver asked only when no cell is pending and the sweep is as observed), else the resolver's."""
+    observed, version = r.observed("sweep_spec", sweep.name), specs.sweep_version(sweep)
+    step = step_versions.declared(f"lab_assets.defs.assets.{staleness.REPORT_MODULE[:-3]}")
+    status = Status(FRESH)
+    if not pending and observed == version:
+        status = _intact(r.status("report", sweep.name), damage, ("report", sweep.name))
+    was = None if status.status == STALE and f"report {_NEW_CODE}" in status.reason else step
+    said = staleness.report_reason(pending, (observed, version), (was, step))
+    return Status(STALE, said) if said else status
+
+
 def plan_sweep(
     sweep: Sweep, instance: dg.DagsterInstance, asset_graph, verify: bool = False, cache: Path | None = None
 ) -> SweepPlan:
@@ -298,12 +311,8 @@ def plan_sweep(
     datasets = {d.key: _worst(*by_data[d.key]) for d in sweep.data}
     if sweep.name not in set(instance.get_dynamic_partitions("sweep")):
         report = Status(MISSING, "new sweep")
-    elif any(c.status != FRESH for c in cells):
-        report = Status(STALE, "cells pending")
-    elif r.observed("sweep_spec", sweep.name) != specs.sweep_version(sweep):
-        report = Status(STALE, "the sweep's cells, labels or metric columns changed")
     else:
-        report = _intact(r.status("report", sweep.name), damage, ("report", sweep.name))
+        report = _report(r, sweep, any(c.status != FRESH for c in cells), damage)
     table = _intact(r.status("metric_table", None), damage, ("metric_table", None))
     report = _worst(report, table)
     r.save()

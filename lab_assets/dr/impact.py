@@ -109,12 +109,10 @@ def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
             if assets:
                 s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets, new=cell not in known))
         b = base["sweeps"].get(path, {})
-        if s.stale:
-            s.report = "cells pending"
-        elif b.get("sweep_version") != h["sweep_version"]:
-            s.report = "the sweep's cells, labels or metric columns changed"
-        elif base["assets"]["reports.py"] != head["assets"]["reports.py"]:
-            s.report = "asset module reports.py changed"
+        step = staleness.REPORT_MODULE
+        s.report = staleness.report_reason(
+            bool(s.stale), (b.get("sweep_version"), h["sweep_version"]), (base["assets"][step], head["assets"][step])
+        )
         out.append(s)
     return out
 

@@ -192,6 +192,24 @@ def reasons(old: CellVersions | None, new: CellVersions) -> dict[str, str]:
     return {}
 
 
+REPORT_MODULE = "reports.py"
+REPORT_RULES = (
+    ("a cell of the sweep is recomputed", "cells pending"),
+    (
+        "the sweep's cells (their order), labels or metric columns",
+        "the sweep's cells, labels or metric columns changed",
+    ),
+    ("the reports step's declared version", f"asset module {REPORT_MODULE} changed"),
+)
+
+
+def report_reason(pending: bool, sweep: tuple[str | None, str], step: tuple[str | None, str]) -> str:
+    """Why a sweep's report is drawn again ("": not for a difference of versions). `sweep`:
+    (old, new) `specs.sweep_version`; `step`: (old, new) declared version of the reports step."""
+    found = (pending, sweep[0] != sweep[1], step[0] != step[1])
+    return next((said for (_, said), applies in zip(REPORT_RULES, found, strict=True) if applies), "")
+
+
 def table() -> str:
     """The rules as docs/staleness.md shows them, in the order they are tried."""
     rows = [
@@ -200,6 +218,7 @@ def table() -> str:
         f"| a cell the base revision did not declare (`lab impact`) | everything | `{NEW_CELL}` |",
     ]
     rows += [f"| {r.change} | {r.recomputes} | {'<br>'.join(f'`{s}`' for s in r.says)} |" for r in RULES]
+    rows += [f"| a report: {change} | the sweep's report | `{said}` |" for change, said in REPORT_RULES]
     return "\n".join(rows)
 
 
