@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from lab_assets.core import keys
-from lab_assets.defs.freshness import make_plan
+from lab_assets.defs.freshness import plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
@@ -43,7 +43,7 @@ def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     assert (home / "history" / "runs.db").is_file()  # where Dagster's default keeps run history
     assert not list(home.rglob("storage/*.db"))  # no per-run databases
     # Right after a 2-worker sweep nothing is stale (the asset row's newest-materialization race).
-    plan = make_plan(sweep, inst, definitions().resolve_asset_graph())
+    plan = plan_sweep(sweep, inst, definitions().resolve_asset_graph())
     assert plan.counts == {"missing": 0, "stale": 0, "damaged": 0, "fresh": 4}
 
 

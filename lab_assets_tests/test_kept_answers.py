@@ -7,7 +7,7 @@ import pytest
 
 from lab_assets.core import keys
 from lab_assets.core.settings import lab_home
-from lab_assets.defs.freshness import make_plan
+from lab_assets.defs.freshness import plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.preload import definitions
 from lab_assets.runtime.data_versions import DATA_VERSION_TAG, observe
@@ -54,11 +54,11 @@ def flat(plan) -> dict:
 
 
 def cached(sweep) -> dict:
-    return flat(make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), cache=lab_home() / "cache"))
+    return flat(plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph(), cache=lab_home() / "cache"))
 
 
 def uncached(sweep) -> dict:
-    return flat(make_plan(sweep, get_instance(), definitions().resolve_asset_graph()))
+    return flat(plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph()))
 
 
 def test_only_cells_with_new_events_are_asked_again_and_the_plan_equals_dagsters(finished, asked, monkeypatch):

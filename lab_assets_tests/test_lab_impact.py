@@ -36,6 +36,17 @@ def planned(plan: dict) -> dict[str, set[str]]:
     return {cell: set(assets) for cell, assets in pending(plan).items()}
 
 
+def same_reasons(said: dict, plan: dict) -> bool:
+    """Whether the plan names each changed cell's assets for the reasons the impact gives (a cell
+    new in the change is `missing` to the plan: no difference of versions to name)."""
+    changed = {
+        c["cell"]: {a: why for a, why in c["assets"].items() if a in {"embedding", "metrics"}}
+        for c in said["stale"]
+        if not c["new"]
+    }
+    return bool(changed) and changed == {c: whys for c, whys in pending(plan).items() if c in changed}
+
+
 def commit(folder, message):
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "-m", message)
@@ -60,6 +71,7 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     assert said["b"]["reasons"] == {"metric lid: new column lid@k=10,space=embedding": 1}
     plans = step(lab, "a", "b")
     assert stale(said["a"]) == planned(plans["a"]) and stale(said["b"]) == planned(plans["b"]) == {b_cell: {"metrics"}}
+    assert same_reasons(said["a"], plans["a"]) and same_reasons(said["b"], plans["b"])
     commit(lab, "isomap edited, lid in b")
 
     # 2. The shared neighbourhood code and a new seed: every old cell's metrics, every new cell whole.
@@ -74,6 +86,7 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     plans = step(lab, "a", "b")
     assert stale(said["a"]) == planned(plans["a"]) and len(planned(plans["a"])) == 4
     assert stale(said["b"]) == planned(plans["b"]) == {b_cell: {"metrics"}}
+    assert same_reasons(said["a"], plans["a"]) and same_reasons(said["b"], plans["b"])
     commit(lab, "neighbors edited, a second seed")
 
     # 3. An asset module's declared version (defs/step_versions.py): every cell of every sweep; the
@@ -89,6 +102,7 @@ def test_impact_names_what_the_next_plan_finds_stale(lab):
     plans = step(lab, "a", "b")
     assert stale(said["a"]) == planned(plans["a"]) and stale(said["b"]) == planned(plans["b"])
     assert all(assets == {"embedding", "metrics"} for assets in planned(plans["a"]).values())
+    assert same_reasons(said["a"], plans["a"]) and same_reasons(said["b"], plans["b"])
 
     # Nothing between HEAD and the tree once committed; a revision that is not one is bad input.
     commit(lab, "experiments edited")

@@ -14,7 +14,7 @@ from dagster._core.launcher import LaunchRunContext, WorkerStatus
 
 from benchmarks import ui_backfill
 from lab_assets.core.source_stamps import PACKAGE
-from lab_assets.defs.freshness import make_plan
+from lab_assets.defs.freshness import plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import register_and_plan
@@ -143,4 +143,4 @@ def test_sweep_backfill_through_lab_ui_runs_on_warm_workers(lab):
     assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     pids = {r.tags.get(WORKER_PID_TAG) for r in runs}
     assert None not in pids and len(pids) <= 2 < len(runs)
-    assert make_plan(sweep, instance, definitions().resolve_asset_graph()).pending_cells() == []
+    assert plan_sweep(sweep, instance, definitions().resolve_asset_graph()).pending_cells() == []

@@ -178,7 +178,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
     lid = "lid@k=10,space=embedding"
-    assert pending(plans["b"]) == {b_cell: {"metrics": f"new column: {lid}"}}
+    assert pending(plans["b"]) == {b_cell: {"metrics": f"metric lid: new column {lid}"}}
     s1 = snapshot(lab)
     assert changed(s0, s1, "metrics") == {b_cell}
     assert not changed(s0, s1, "embedding") and not changed(s0, s1, "dataset") and not changed(s0, s1, "raw_dataset")
@@ -191,7 +191,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     edit(lid_py)
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
-    assert pending(plans["b"]) == {b_cell: {"metrics": f"code changed: {lid}"}}
+    assert pending(plans["b"]) == {b_cell: {"metrics": "metric lid: code changed"}}
     s2 = snapshot(lab)
     assert changed(s1, s2, "metrics") == {b_cell} and not changed(s1, s2, "embedding")
     meta = columns_meta()
@@ -213,7 +213,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     lid_py.write_text(lid_py.read_text() + "\nEDITED_AGAIN = True\n")
     plans = step(lab, "a", "b")
     assert pending(plans["a"]) == {}
-    assert pending(plans["b"]) == {b_cell: {"metrics": f"column removed: {lid}"}}
+    assert pending(plans["b"]) == {b_cell: {"metrics": f"metric lid: code changed, column removed: {lid}"}}
     s3 = snapshot(lab)
     assert statuses(columns_meta(), b_cell) == {"trustworthiness@k=5": "carried"}
     assert lid not in s3["rows"][b_cell]
@@ -225,7 +225,7 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     edit(pca_py)
     plans = step(lab, "a", "b")
     assert set(pending(plans["a"])) == {pca_a} and set(pending(plans["b"])) == {b_cell}
-    assert set(pending(plans["a"])[pca_a]) == {"embedding", "metrics"}
+    assert pending(plans["a"])[pca_a] == dict.fromkeys(("embedding", "metrics"), "method pca: code changed")
     s4 = snapshot(lab)
     assert changed(s3, s4, "embedding") == {pca_a, b_cell}
     meta = columns_meta()
@@ -239,8 +239,8 @@ def test_each_edit_recomputes_exactly_what_it_changed(lab):
     neighbors = lab / "lab_assets" / "dr" / "metrics" / "neighbors.py"
     edit(neighbors)
     plans = step(lab, "a", "b")
-    assert {c: set(a) for c, a in {**pending(plans["a"]), **pending(plans["b"])}.items()} == {
-        c: {"metrics"} for c in {*a_cells, b_cell}
+    assert {**pending(plans["a"]), **pending(plans["b"])} == {
+        c: {"metrics": "shared metric code changed (neighbors.py): every metric"} for c in {*a_cells, b_cell}
     }
     s5 = snapshot(lab)
     assert changed(s4, s5, "metrics") == {*a_cells, b_cell}

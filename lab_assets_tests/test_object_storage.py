@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys, storage
-from lab_assets.defs.freshness import FRESH, make_plan
+from lab_assets.defs.freshness import FRESH, plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
@@ -72,7 +72,7 @@ def test_tiny_sweep_on_s3(lab, s3):
     body = s3.get_object(Bucket=BUCKET, Key="lab/assets/metric_table.parquet")["Body"].read()
     table = pd.read_parquet(io.BytesIO(body))
     assert sorted(table["partition"]) == sorted(keys.cell_key(d, m) for d, m in sweep.cells)
-    assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
+    assert plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
     # W&B: the embedding artifact refers to the object by its URL (nothing read from the cell), no error.
     records = get_instance().fetch_materializations(dg.AssetKey("metrics"), limit=10).records
     assert [r.asset_materialization.metadata["wandb_mode"].value for r in records] == ["offline"] * 4
@@ -119,7 +119,7 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     result = run_sweep(sweep, workers=1)
     assert not result.failed
-    assert make_plan(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
+    assert plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
     assert len(storage.read_parquet(f"{storage.current(storage.url('reports', 'tiny'))}/metrics.parquet")) == 4
     from lab_assets.dr import query  # `lab query` reads the report's current version too
 

@@ -15,7 +15,7 @@ from sklearn.manifold import trustworthiness as sk_trustworthiness
 
 from lab_assets.core import keys, lineage, storage
 from lab_assets.core.keys import cell_key
-from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, plan_sweep
 from lab_assets.defs.jobs import CELLS
 from lab_assets.defs.work import Run
 from lab_assets.dr import keystore
@@ -52,7 +52,7 @@ def materializations(asset: str) -> dict:
 
 
 def plan(sweep):
-    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
+    return plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph())
 
 
 def git(folder, *args) -> str:

@@ -13,7 +13,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from benchmarks.run_all import SCALING_SWEEP  # the performance suite's 1,000 cells
 from lab_assets.core import keys, storage
-from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, make_plan
+from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
 from lab_assets.runner.sweeps import run_sweep
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def plan(sweep):
-    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph())
+    return plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph())
 
 
 def knn_sets(A: np.ndarray, k: int) -> np.ndarray:

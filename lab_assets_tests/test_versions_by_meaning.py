@@ -67,14 +67,16 @@ def lab_in(folder, *args):
     return done
 
 
-def judged(folder) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, str]]:
-    """({cell: assets} the plan finds pending, {cell: assets} the impact finds stale, {cell: why})."""
+def judged(folder) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """({cell: {asset: why}} the plan finds pending, the same of the cells the impact finds
+    stale), in the plan's assets (a model is one step with its embedding); both say the same of
+    the report."""
     plan = json.loads(lab_in(folder, "sweep", "plan", "sweeps/v.yaml", "--json").stdout)
-    planned = {c["partition"]: set(c["assets"]) for c in plan["cells"] if c["status"] != "fresh"}
+    planned = {c["partition"]: c["assets"] for c in plan["cells"] if c["status"] != "fresh"}
     (sweep,) = json.loads(lab_in(folder, "impact", "--base", "HEAD", "--json").stdout)["sweeps"]
-    stale = {c["cell"]: set(c["assets"]) & {"embedding", "metrics"} for c in sweep["stale"]}
-    why = {c["cell"]: "; ".join(dict.fromkeys(c["assets"].values())) for c in sweep["stale"]}
-    return {c: a & {"embedding", "metrics"} for c, a in planned.items()}, stale, why
+    said = {c["cell"]: {a: w for a, w in c["assets"].items() if a in {"embedding", "metrics"}} for c in sweep["stale"]}
+    assert plan["report"]["reason"] == sweep["report"]
+    return planned, said
 
 
 def change(path, old: str, new: str) -> None:
@@ -115,26 +117,23 @@ def test_only_a_change_of_meaning_stales_and_exactly_its_users(lab):
     style = ["--isolated", "--line-length", "60", "--config", "format.quote-style='single'"]
     subprocess.run([ruff, "format", *style, "lab_assets", "plugins"], cwd=lab, check=True, capture_output=True)
     assert git(lab, "status", "--porcelain").count("\n") > 50  # the formatter did rewrite the tree
-    planned, stale, why = judged(lab)
-    assert planned == stale == {cells["pca"]: {"embedding", "metrics"}}, why
-    assert why == {cells["pca"]: "method pca: code changed"}
+    planned, said = judged(lab)
+    assert planned == said == {cells["pca"]: dict.fromkeys(("embedding", "metrics"), "method pca: code changed")}
 
     git(lab, "checkout", "-q", "--", ".")
-    # A science helper only diffusion_map imports, the shared kNN code, a plugin's helper module.
+    # A science helper only diffusion_map imports, the shared kNN code, a plugin's helper module,
+    # a metric added to the sweep: the plan and `lab impact` name the same reasons, each cell's own.
     change(dr / "models" / "diffusion_map.py", "import numpy as np\n", "import numpy as np\n\nEDITED = 1\n")
     change(dr / "metrics" / "neighbors.py", "import numpy as np\n", "import numpy as np\n\nEDITED = 1\n")
     change(lab / "plugins" / "helper.py", "FACTOR = 2.0", "FACTOR = 3.0")
-    planned, stale, why = judged(lab)
-    assert planned == stale, why
-    assert stale == {
-        cells["pca"]: {"metrics"},
-        cells["diffusion_map"]: {"embedding", "metrics"},
-        cells["scaled"]: {"embedding", "metrics"},
-    }
-    assert why == {
-        cells["pca"]: "shared metric code changed (neighbors.py): every metric",
-        cells["diffusion_map"]: "method diffusion_map: code changed",
-        cells["scaled"]: "method scaled: code changed",
+    change(lab / "sweeps" / "v.yaml", "metrics:\n", "metrics:\n  lid: {k: [10]}\n")
+    planned, said = judged(lab)
+    assert planned == said, (planned, said)
+    lid = "metric lid: new column lid@k=10,space=embedding"
+    assert said == {
+        cells["pca"]: {"metrics": f"{lid}; shared metric code changed (neighbors.py): every metric"},
+        cells["diffusion_map"]: dict.fromkeys(("embedding", "metrics"), "method diffusion_map: code changed"),
+        cells["scaled"]: dict.fromkeys(("embedding", "metrics"), "method scaled: code changed"),
     }
 
 

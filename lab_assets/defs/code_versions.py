@@ -1,6 +1,6 @@
 """Every version a plan compares, for a whole source tree, as JSON: the asset modules' code
 versions and, per cell of each sweep file, its dataset's and method's versions and its metric
-columns' versions (the same functions `register` observes and `freshness.make_plan` compares:
+columns' versions (the same functions `register` observes and `freshness.plan_sweep` compares:
 `specs.data_version`, `method_version`, `column_version`, `sweep_version`).
 
 `lab impact` runs this module's source in a fresh interpreter whose import path starts at a

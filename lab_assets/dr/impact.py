@@ -1,12 +1,8 @@
 """What a change makes stale, per sweep and cell, from the versions of two source trees
 (`defs/code_versions.snapshot` of a base revision and of the working tree), without running
-anything or reading an instance. The rules are `defs/freshness.make_plan`'s, in its order: a new
-cell computes everything; a changed dataset version (or the datasets asset module) recomputes
-the dataset and all below it; a changed method (or experiments.py) the embedding and the
-metrics; a new or changed metric column (or the shared metric code) the metrics alone. A metric
-taken out of a sweep stales nothing unless its code changed too (the row is then rewritten
-without it); the report is stale when a cell is, or when what it shows changed. Recorded wall
-seconds, where an instance has them, price the recomputation."""
+anything or reading an instance. Each cell's reasons are `dr/staleness.reasons`, the plan's rules;
+the report is stale when a cell is, or when what it shows changed. Recorded wall seconds, where an
+instance has them, price the recomputation."""
 
 from __future__ import annotations
 
@@ -14,7 +10,8 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-DATASET, EMBEDDING, METRICS, MODEL = "dataset", "embedding", "metrics", "model"
+from lab_assets.dr import staleness
+from lab_assets.dr.staleness import DATASET, EMBEDDING, METRICS, MODEL
 
 
 @dataclass
@@ -74,48 +71,27 @@ class SweepImpact:
         }
 
 
-def _every(assets: tuple[str, ...], why: str) -> dict[str, str]:
-    return dict.fromkeys(assets, why)
-
-
-def _module(name: str) -> str:
-    return f"asset module {name} changed: every cell"
+def _versions(cell: dict, tree: dict, columns: list[str]) -> staleness.CellVersions:
+    """A cell's versions as one tree's snapshot holds them (`defs/code_versions.snapshot`)."""
+    shared = tree["shared"]
+    return staleness.CellVersions(
+        data=staleness.EntryVersions(cell["dataset"], cell["data_version"], cell["dataset_code"]),
+        method=staleness.EntryVersions(cell["method_name"], cell["method_version"], cell["method_code"]),
+        trainable=cell["trainable"],
+        steps={m: tree["assets"][m] for m in staleness.STEP_MODULES},
+        columns={
+            c: staleness.Column(r["metric"], r["version"], r["code"], shared)
+            for c in columns
+            if (r := tree["columns"].get(c)) is not None
+        },
+        metric_versions=tree.get("metrics", {}),
+    )
 
 
 def cell_impact(h: dict, b: dict | None, base: dict, head: dict) -> dict[str, str]:
     """{asset: why} for one cell: `h`/`b` its head/base records (b None: no base sweep has it)."""
-    below = (EMBEDDING, METRICS) + ((MODEL,) if h["trainable"] else ())
-    if b is None:
-        return _every((DATASET, *below), "sweep file: new cell")
-    if base["assets"]["datasets.py"] != head["assets"]["datasets.py"]:
-        return _every((DATASET, *below), _module("datasets.py"))
-    if b["data_version"] != h["data_version"]:
-        what = "code changed" if b["dataset_code"] != h["dataset_code"] else "libraries or input file changed"
-        return _every((DATASET, *below), f"dataset {h['dataset']}: {what}")
-    if base["assets"]["experiments.py"] != head["assets"]["experiments.py"]:
-        return _every(below, _module("experiments.py"))
-    if b["method_version"] != h["method_version"]:
-        what = "code changed" if b["method_code"] != h["method_code"] else "libraries changed"
-        return _every(below, f"method {h['method_name']}: {what}")
-    if base["assets"]["metrics.py"] != head["assets"]["metrics.py"]:
-        return {METRICS: _module("metrics.py")}
-    had = set(b["columns"])
-    whys = []
-    for column in h["columns"]:
-        new, old = head["columns"][column], base["columns"].get(column)
-        if column not in had or old is None:
-            whys.append(f"metric {new['metric']}: new column {column}")
-        elif old["version"] != new["version"]:
-            if old["code"] != new["code"]:
-                whys.append(f"metric {new['metric']}: code changed")
-            else:
-                shared = [f for f, v in head["shared"].items() if base["shared"].get(f) != v]
-                whys.append(f"shared metric code changed ({', '.join(shared) or 'libraries'}): every metric")
-    for column in (c for c in b["columns"] if c not in h["columns"]):  # taken out of the sweeps
-        old = base["columns"].get(column)
-        if old is not None and head.get("metrics", {}).get(old["metric"]) != old["version"]:
-            whys.append(f"metric {old['metric']}: code changed, column removed: {column}")
-    return {METRICS: "; ".join(dict.fromkeys(whys))} if whys else {}
+    old = None if b is None else _versions(b, base, b["columns"])
+    return staleness.reasons(old, _versions(h, head, h["columns"]))
 
 
 def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
@@ -133,12 +109,10 @@ def impact(base: dict, head: dict, paths: list[str]) -> list[SweepImpact]:
             if assets:
                 s.stale.append(CellImpact(cell, rec["data"], rec["method"], assets, new=cell not in known))
         b = base["sweeps"].get(path, {})
-        if s.stale:
-            s.report = "cells pending"
-        elif b.get("sweep_version") != h["sweep_version"]:
-            s.report = "the sweep's cells, labels or metric columns changed"
-        elif base["assets"]["reports.py"] != head["assets"]["reports.py"]:
-            s.report = "asset module reports.py changed"
+        step = staleness.REPORT_MODULE
+        s.report = staleness.report_reason(
+            bool(s.stale), (b.get("sweep_version"), h["sweep_version"]), (base["assets"][step], head["assets"][step])
+        )
         out.append(s)
     return out
 

@@ -10,7 +10,7 @@ from lab_assets.core import layout, storage
 from lab_assets.core.settings import lab_home
 from lab_assets.core.warm_workers import default_workers
 from lab_assets.defs.assets.reports import report_dir
-from lab_assets.defs.freshness import SweepPlan, make_plan
+from lab_assets.defs.freshness import SweepPlan, plan_sweep
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
@@ -25,7 +25,7 @@ from lab_assets.runtime.instance import get_instance
 
 def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
-    return make_plan(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
+    return plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
 
 
 def report_folder(name: str) -> str:

@@ -88,8 +88,20 @@ def suite_version(columns: dict[str, str]) -> str:
 
 
 def suite_record(suite: list[MetricConfig]) -> dict[str, dict]:
-    """What a `metric_spec` version stands for: {column: {metric, params, version}}."""
-    return {m.column: {"metric": m.metric, "params": m.params, "version": column_version(m.metric)} for m in suite}
+    """What a `metric_spec` version stands for: {column: {metric, params, version, code, shared}}.
+    `code` (the metric's own code version) and `shared` (`shared_metric_code`) let a later plan
+    say which of the two changed a column (`dr/staleness.py`), as `lab impact` does."""
+    shared = shared_metric_code()
+    return {
+        m.column: {
+            "metric": m.metric,
+            "params": m.params,
+            "version": column_version(m.metric),
+            "code": METRICS[m.metric].code_version,
+            "shared": shared,
+        }
+        for m in suite
+    }
 
 
 def observed_suite(version: str | None) -> dict[str, dict] | None:
@@ -137,22 +149,6 @@ def owed_suite(suite: list[MetricConfig], observed: str | None) -> list[MetricCo
     have = {m.column for m in suite}
     extra = [MetricConfig(r["metric"], r["params"]) for c, r in recorded.items() if c not in have]
     return sorted([*suite, *extra], key=lambda m: m.column)
-
-
-def suite_changes(columns: dict[str, str], recorded: dict[str, str]) -> str:
-    """How a cell's suite differs from the {column: code version} its stored row was computed
-    with, in words: `new column: lid@k=10; code changed: trustworthiness@k=10`."""
-    if not recorded:
-        return "metric suite changed (the stored row records no column versions)"
-    new = [c for c in columns if c not in recorded]
-    changed = [c for c in columns if c in recorded and recorded[c] != columns[c]]
-    removed = [c for c in recorded if c not in columns]
-    parts = [
-        f"{what}: {', '.join(cs)}"
-        for what, cs in (("new column", new), ("code changed", changed), ("column removed", removed))
-        if cs
-    ]
-    return "; ".join(parts) or "metric suite changed"
 
 
 def sweep_version(s: Sweep) -> str:

@@ -1,5 +1,5 @@
 """How Dagster's records answer "is this partition fresh?", for `defs/freshness.py` (the one
-entry point: `make_plan`, used by `lab sweep plan|run`, `lab report`, the sensors and the saved
+entry point: `plan_sweep`, used by `lab sweep plan|run`, `lab report`, the sensors and the saved
 no-op answer of `runner/noop_cache.py`).
 
 - `stale_status`: Dagster's stale-status resolver (private API), one consistent look at the instance.
