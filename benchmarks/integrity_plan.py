@@ -1,6 +1,6 @@
 """What the integrity check costs a plan at 1,000 cells (issue 17): the scaling sweep of the
 performance suite (100 data keys x 10 method keys of `random_projection`) run once, then, in
-one process and interleaved, `make_plan` as `lab sweep plan` runs it (one stat per recorded
+one process and interleaved, `defs/freshness.plan_sweep` as `lab sweep plan` runs it (one stat per recorded
 file) against the same plan with the integrity check left out (the baseline), and the
 content-hash check of `lab verify` / `--verify` (reads every file). Also what the look for
 another command's run costs a run (defs/inflight.py: one run-storage query, made before a run
@@ -47,23 +47,22 @@ def main() -> None:
         os.environ.update({k: v for k, v in env.items() if k.startswith("LAB_")})
         os.chdir(folder)
         from lab_assets.core.keys import cell_key
-        from lab_assets.defs import inflight, plan
-        from lab_assets.defs.integrity import sweep_damage
+        from lab_assets.defs import freshness, inflight, integrity
         from lab_assets.dr.sweep import load_sweep
-        from lab_assets.runner.local import definitions
+        from lab_assets.runner.preload import definitions
         from lab_assets.runtime.instance import get_instance
 
         sweep, instance, graph = load_sweep(file), get_instance(), definitions().resolve_asset_graph()
-        with_check = plan._damage
-        assert plan.make_plan(sweep, instance, graph).counts["fresh"] == 1000
+        with_check = integrity.sweep_damage  # the plan calls it through the module: swapped for the baseline
+        assert freshness.plan_sweep(sweep, instance, graph).counts["fresh"] == 1000
         sizes, baseline, hashes = [], [], []
         for _ in range(repeats):
-            plan._damage = with_check
-            sizes.append(_timed(lambda: plan.make_plan(sweep, instance, graph)))
-            plan._damage = lambda *args: {}
-            baseline.append(_timed(lambda: plan.make_plan(sweep, instance, graph)))
-            hashes.append(_timed(lambda: sweep_damage(instance, sweep, full=True)))
-        plan._damage = with_check
+            integrity.sweep_damage = with_check
+            sizes.append(_timed(lambda: freshness.plan_sweep(sweep, instance, graph)))
+            integrity.sweep_damage = lambda *args, **kwargs: []
+            baseline.append(_timed(lambda: freshness.plan_sweep(sweep, instance, graph)))
+            hashes.append(_timed(lambda: with_check(instance, sweep, full=True)))
+        integrity.sweep_damage = with_check
         files = sum(1 for _ in (folder / ".lab" / "assets").rglob("*.parquet"))
         tags = inflight.command_tags(time.time())
         looks = [
