@@ -1,5 +1,5 @@
 """The saved no-op answer's file guard (`cli/main.py` passes the sweep's artifact paths to
-`runner/noop_cache.py`): an artifact deleted or truncated right after a no-op is never answered
+`runner/noop_answer.py`): an artifact deleted or truncated right after a no-op is never answered
 from the saved answer; the next run recomputes exactly the cell whose file it was."""
 
 import json
