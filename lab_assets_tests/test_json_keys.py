@@ -66,14 +66,13 @@ def outputs(tmp_path_factory):
         saved_answer_marked(project)
         found["sweep run"]["saved answer"] = lab(*run, service=False)
         assert found["sweep run"]["saved answer"]["report"] == "from the saved answer"
-        found["sweep plan"]["here"] = lab("sweep", "plan", "sweeps/s.yaml", service=False)
-        found["report"]["here"] = lab("report", "sweeps/s.yaml", service=False)
         try:
             (project / "sweeps" / "s.yaml").write_text(SWEEP.replace("seeds: [0]", "seeds: [0, 1]"))  # work to do
             found["sweep run"]["warm service"] = lab(*run, service=True)
             assert found["sweep run"]["warm service"]["materialized"]["cells"] == 1
-            found["sweep plan"]["warm service"] = lab("sweep", "plan", "sweeps/s.yaml", service=True)
-            found["report"]["warm service"] = lab("report", "sweeps/s.yaml", service=True)
+            for service, path in ((False, "here"), (True, "warm service")):  # one state: the same data keys
+                found["sweep plan"][path] = lab("sweep", "plan", "sweeps/s.yaml", service=service)
+                found["report"][path] = lab("report", "sweeps/s.yaml", service=service)
             [running] = warm_service.running()
             log = Path(running["log"]).read_text()
             for fn in ("cli.sweep:lab_sweep_run", "cli.sweep:lab_sweep_plan", "cli.report:run"):
