@@ -103,7 +103,7 @@ class RanHere:
 
     sweep: Sweep
     result: Result
-    cache: NoopAnswer | None
+    noop: NoopAnswer | None
 
     def summary(self) -> SweepRunSummary:
         from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
@@ -131,7 +131,7 @@ class RanHere:
         report as printed). After a run that materialized anything, the sweep is planned again
         (one stale-status resolution per cell, ~6.5 ms) and the answer saved only if that plan
         finds everything fresh: the first re-run is then a no-op too."""
-        if self.cache is None or not self.result.ok:
+        if self.noop is None or not self.result.ok:
             return
         from lab_assets.defs.integrity import artifact_paths
         from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
@@ -140,12 +140,12 @@ class RanHere:
 
         sweep, now = self.sweep, self.result.before
         if any(o.status != FRESH for o in self.result.outcomes):
-            self.cache.mark()  # the state this plan reads, not a later one
+            self.noop.mark()  # the state this plan reads, not a later one
             now = plan(sweep)
             if now.pending_datasets or now.pending_cells() or now.report.status != FRESH:
                 return
         out = report_folder(sweep.name)
-        self.cache.save(
+        self.noop.save(
             sweep,
             {
                 "sweep": sweep.name,
@@ -175,8 +175,8 @@ def route_sweep_run(
     start = time.perf_counter()
     text = _read(path)
     # `--verify` hashes every file: never answered without looking; `--submit` asks the webserver.
-    cache = None if submit or verify or text is None else _noop_answer(path, text, width)
-    if cache is not None and (answer := cache.load()) is not None:
+    noop = None if submit or verify or text is None else _noop_answer(path, text, width)
+    if noop is not None and (answer := noop.load()) is not None:
         return Saved(answer, time.perf_counter() - start)
     if (code := hand_over()) is not None:
         return Handed(code)
@@ -195,12 +195,12 @@ def route_sweep_run(
                 progress=progress(),
                 submit=submit,
                 verify=verify,
-                registered=cache.mark if cache is not None else None,
+                registered=noop.mark if noop is not None else None,
                 pool=pool,
             )
         except SubmitError as e:
             return Refused(str(e))
-        return RanHere(sweep, result, cache)
+        return RanHere(sweep, result, noop)
 
 
 def _read(path: str) -> bytes | None:
