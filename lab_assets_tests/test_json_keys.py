@@ -54,9 +54,11 @@ def outputs(tmp_path_factory):
         for var in ("LAB_HOME", "DAGSTER_HOME", "LAB_PROJECT_DIR", "LAB_STORAGE_URL", "LAB_EXECUTOR"):
             mp.delenv(var, raising=False)
 
-        def lab(*args, service: bool) -> dict:
-            out = lab_cli(*args, "--json", cwd=project, timeout=600, env={"LAB_SERVICE": "1" if service else "0"})
+        def lab(*args, service: bool, **env) -> dict:
+            env["LAB_SERVICE"] = "1" if service else "0"
+            out = lab_cli(*args, "--json", cwd=project, timeout=600, env=env)
             assert out.returncode == 0, out.stderr
+            lab.stderr = out.stderr
             return json.loads(out.stdout)
 
         run = ("sweep", "run", "sweeps/s.yaml", "--workers", "1")
@@ -64,8 +66,12 @@ def outputs(tmp_path_factory):
         found["sweep run"]["run"] = lab(*run, service=False)
         assert found["sweep run"]["run"]["materialized"]["cells"] == 1
         saved_answer_marked(project)
-        found["sweep run"]["saved answer"] = lab(*run, service=False)
+        found["sweep run"]["saved answer"] = lab(*run, service=False, PYTHONPROFILEIMPORTTIME="1")
         assert found["sweep run"]["saved answer"]["report"] == "from the saved answer"
+        imported = {
+            line.rsplit("|", 1)[-1].strip() for line in lab.stderr.splitlines() if line.startswith("import time:")
+        }
+        assert "lab_assets.cli.sweep" in imported and "dagster" not in imported  # the saved answer's point
         try:
             (project / "sweeps" / "s.yaml").write_text(SWEEP.replace("seeds: [0]", "seeds: [0, 1]"))  # work to do
             found["sweep run"]["warm service"] = lab(*run, service=True)

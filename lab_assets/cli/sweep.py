@@ -126,9 +126,9 @@ def lab_sweep_run(args) -> int:
 
 def _print_summary(args, summary: SweepRunSummary, report: Callable[[], str], result=None) -> None:
     """`lab sweep run`'s output, text or `--json`, whichever way it went (`result`: a run's
-    outcomes, for its failures' details; None for a saved answer, which has none)."""
-    from lab_assets.defs.jobs import CELLS, DATASETS
-
+    outcomes, for its failures' details; None for a saved answer, which has none). The counts are
+    read by their `--json` keys (defs/jobs.py's kinds), not through defs/jobs: that loads Dagster,
+    which a saved answer prints without."""
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))
         if args.verbose and result is not None:
@@ -136,13 +136,13 @@ def _print_summary(args, summary: SweepRunSummary, report: Callable[[], str], re
         return
     only = f" ({summary.metrics_only} of them: metrics step alone)" if summary.metrics_only else ""
     print(
-        f"sweep {summary.sweep}: {summary.materialized[DATASETS]} datasets and {summary.materialized[CELLS]} cells "
-        f"materialized{only}, {summary.fresh[CELLS]} already fresh, {len(summary.failed)} failed, in "
+        f"sweep {summary.sweep}: {summary.materialized['datasets']} datasets and {summary.materialized['cells']} cells "
+        f"materialized{only}, {summary.fresh['cells']} already fresh, {len(summary.failed)} failed, in "
         f"{summary.seconds:.1f} s"
     )
     if any(summary.waited.values()):
         print(
-            f"  {summary.waited[DATASETS]} datasets and {summary.waited[CELLS]} cells were in flight "
+            f"  {summary.waited['datasets']} datasets and {summary.waited['cells']} cells were in flight "
             "in another command: waited for, not computed again"
         )
     if result is not None:
