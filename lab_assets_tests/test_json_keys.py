@@ -61,18 +61,18 @@ def outputs(tmp_path_factory):
             lab.stderr = out.stderr
             return json.loads(out.stdout)
 
-        run = ("sweep", "run", "sweeps/s.yaml", "--workers", "1")
-        found = {"sweep run": {}, "sweep plan": {}, "report": {}}
-        found["sweep run"]["run"] = lab(*run, service=False)
-        assert found["sweep run"]["run"]["materialized"]["cells"] == 1
-        saved_answer_marked(project)
-        found["sweep run"]["saved answer"] = lab(*run, service=False, PYTHONPROFILEIMPORTTIME="1")
-        assert found["sweep run"]["saved answer"]["report"] == "from the saved answer"
-        imported = {
-            line.rsplit("|", 1)[-1].strip() for line in lab.stderr.splitlines() if line.startswith("import time:")
-        }
-        assert "lab_assets.cli.sweep" in imported and "dagster" not in imported  # the saved answer's point
         try:
+            run = ("sweep", "run", "sweeps/s.yaml", "--workers", "1")
+            found = {"sweep run": {}, "sweep plan": {}, "report": {}}
+            found["sweep run"]["run"] = lab(*run, service=False)
+            assert found["sweep run"]["run"]["materialized"]["cells"] == 1
+            saved_answer_marked(project)
+            found["sweep run"]["saved answer"] = lab(*run, service=False, PYTHONPROFILEIMPORTTIME="1")
+            assert found["sweep run"]["saved answer"]["report"] == "from the saved answer"
+            imported = {
+                line.rsplit("|", 1)[-1].strip() for line in lab.stderr.splitlines() if line.startswith("import time:")
+            }
+            assert "lab_assets.cli.sweep" in imported and "dagster" not in imported  # the saved answer's point
             (project / "sweeps" / "s.yaml").write_text(SWEEP.replace("seeds: [0]", "seeds: [0, 1]"))  # work to do
             found["sweep run"]["warm service"] = lab(*run, service=True)
             assert found["sweep run"]["warm service"]["materialized"]["cells"] == 1
