@@ -21,10 +21,10 @@ def main(path: str) -> dict:
     from lab_assets.defs.jobs import CELLS
     from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.run import MATERIALIZED
-    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runner.sweeps import materialize_sweep
     from lab_assets.runtime.instance import get_instance
 
-    result = run_sweep(load_sweep(path), workers=1)
+    result = materialize_sweep(load_sweep(path), workers=1)
     assert not result.failed, result.failed
     instance = get_instance()
     embedding, metrics = compute_seconds(instance, "embedding"), compute_seconds(instance, "metrics")

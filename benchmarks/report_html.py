@@ -40,10 +40,10 @@ def main(repeats: int) -> dict:
     from lab_assets.defs.assets import reports
     from lab_assets.dr import html_report
     from lab_assets.dr.sweep import load_sweep
-    from lab_assets.runner.sweeps import materialize_report, run_sweep
+    from lab_assets.runner.sweeps import materialize_report, materialize_sweep
 
     sweep = load_sweep(folder / "sweeps" / "bench36.yaml")
-    assert run_sweep(sweep, workers=2).ok and materialize_report(sweep).ok
+    assert materialize_sweep(sweep, workers=2).ok and materialize_report(sweep).ok
     drawn = html_report.report_html
     times: dict[str, list[float]] = {"without_html": [], "with_html": []}
     size = 0

@@ -7,7 +7,7 @@ metric), where only the platform costs. For each size, from an empty project:
   2 cores);
 - no-op: `lab sweep run` again with nothing to do, as a whole process: the first re-run (the
   answer the run saved), the full path (the saved answer removed first), the saved answer
-  (runner/noop_cache.py), and, with --baseline, the full path and then the saved answer of another checkout's code
+  (runner/noop_answer.py), and, with --baseline, the full path and then the saved answer of another checkout's code
   (e.g. `git archive <commit> | tar -x -C DIR`), interleaved, REPEATS times each; with
   --baseline the run too (the other code's, from its own empty project, just before).
 

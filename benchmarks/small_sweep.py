@@ -85,7 +85,7 @@ def cell_compute(home: Path, since: float) -> float:
 def lab_run(code_root: Path, workers: int, service: str | None = None) -> dict:
     """Cold, then warm: the same sweep with one method parameter edited (issue #15: the fixed
     cost beyond the new cells' own compute, spread over the workers, should be <= 2 s).
-    `service`: None, without the warm service (runner/service.py); "start": the cold command starts
+    `service`: None, without the warm service (runner/warm_service.py); "start": the cold command starts
     it; "running": it was started before the cold command (not timed). Stopped after."""
     with project(SWEEP, "small") as (folder, env, file), tempfile.TemporaryDirectory(dir="/tmp") as runtime:
         env = {**env, "PYTHONPATH": str(code_root), "LAB_SERVICE": "1" if service else "0", "XDG_RUNTIME_DIR": runtime}

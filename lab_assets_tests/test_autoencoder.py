@@ -16,7 +16,7 @@ from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import swissroll_points
 
@@ -136,7 +136,7 @@ metrics:
 def test_model_asset_only_for_trainable_methods_and_recorded_fallbacks(lab):
     (lab / "sweeps" / "ae.yaml").write_text(SWEEP)
     sweep = load_sweep(lab / "sweeps" / "ae.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert not result.failed, result.failed
     inst = get_instance()
     models = inst.fetch_materializations(dg.AssetKey("model"), limit=10).records

@@ -10,7 +10,7 @@ from lab_assets.core import keys, storage
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.metrics.neighbors import Neighborhoods
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime.instance import get_instance
 
 
@@ -33,7 +33,7 @@ def test_quirky_but_legal_data_is_recorded_not_refused(lab):
         "  persistent_homology: {n_points: 50}\n"
     )
     sweep = load_sweep(lab / "sweeps" / "quirky.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert not result.failed, result.failed
 
     (cell,) = [keys.cell_key(d, m) for d, m in sweep.cells]

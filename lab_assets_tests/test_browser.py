@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO, lab_ui, require_tool, wait_for
 
@@ -82,7 +82,7 @@ def test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report(lab, br
     tracked = {p.name: p.stat().st_mtime_ns for p in (REPO / "docs" / "screenshots").glob("*.png")}
     shots.mkdir(parents=True, exist_ok=True)
     path = lab / "sweeps" / "tiny.yaml"
-    run_sweep(load_sweep(path), workers=1)
+    materialize_sweep(load_sweep(path), workers=1)
     # A second configuration of PCA makes two of the sweep's cells missing; another sweep (the
     # same methods and metrics on other data), registered and never run, has missing cells that
     # the launch must leave alone.
@@ -181,7 +181,7 @@ def test_report_html_opens_from_disk_offline_sorts_and_shows_the_gallery(lab, br
     text = sweep_file.read_text().replace("isomap: {n_neighbors: 12}", "isomap: {n_neighbors: [8, 12]}")
     sweep_file.write_text(text.replace("seeds: [0]", "seeds: [0, 1]"))  # a spread over seeds to show
     sweep = load_sweep(sweep_file)
-    assert run_sweep(sweep, workers=1).ok and materialize_report(sweep).ok
+    assert materialize_sweep(sweep, workers=1).ok and materialize_report(sweep).ok
     report = lab / ".lab" / "reports" / "tiny" / "report.html"
     shots = screenshots_dir(tmp_path)
     shots.mkdir(parents=True, exist_ok=True)

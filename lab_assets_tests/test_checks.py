@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from lab_assets.core.keys import cell_key
-from lab_assets.defs import checks
+from lab_assets.defs import asset_checks
 from lab_assets.defs.definitions import defs
 from lab_assets.defs.jobs import CELLS, DATASETS, job_name
 from lab_assets.dr.metrics import METRICS
@@ -33,30 +33,30 @@ def passed(results):
 
 
 def test_dataset_checks_catch_each_problem():
-    assert all(passed(checks.check_dataset(good_dataset(), 10)).values())
+    assert all(passed(asset_checks.check_dataset(good_dataset(), 10)).values())
     nan = good_dataset()
     nan.loc[3, "x1"] = np.nan
-    assert passed(checks.check_dataset(nan, 10))["finite_features"] is False
+    assert passed(asset_checks.check_dataset(nan, 10))["finite_features"] is False
     one_split = good_dataset().assign(split="train")
-    assert passed(checks.check_dataset(one_split, 10))["splits_non_empty"] is False
-    assert passed(checks.check_dataset(good_dataset(), 11))["row_count"] is False
+    assert passed(asset_checks.check_dataset(one_split, 10))["splits_non_empty"] is False
+    assert passed(asset_checks.check_dataset(good_dataset(), 11))["row_count"] is False
     swapped = good_dataset()[["row", "label", "split", "x0", "x1"]]
-    assert passed(checks.check_dataset(swapped, 10))["schema"] is False
+    assert passed(asset_checks.check_dataset(swapped, 10))["schema"] is False
 
 
 def test_embedding_and_metric_checks():
-    assert passed(checks.check_embedding(np.zeros((5, 2)), 5, 2))["finite_and_shaped"]
-    assert not passed(checks.check_embedding(np.full((5, 2), np.inf), 5, 2))["finite_and_shaped"]
-    assert not passed(checks.check_embedding(np.zeros((4, 2)), 5, 2))["finite_and_shaped"]
+    assert passed(asset_checks.check_embedding(np.zeros((5, 2)), 5, 2))["finite_and_shaped"]
+    assert not passed(asset_checks.check_embedding(np.full((5, 2), np.inf), 5, 2))["finite_and_shaped"]
+    assert not passed(asset_checks.check_embedding(np.zeros((4, 2)), 5, 2))["finite_and_shaped"]
     suite = [MetricConfig("trustworthiness", {"k": 5}), MetricConfig("lid", {"k": 5, "space": "embedding"})]
     ok = {"trustworthiness@k=5": 0.9, "lid@k=5,space=embedding": 2.0}
-    assert passed(checks.check_metrics(suite, ok, {}))["values_in_range"]
+    assert passed(asset_checks.check_metrics(suite, ok, {}))["values_in_range"]
     # A value recorded as not applicable (null, with a reason) is not out of range.
     assert passed(
-        checks.check_metrics(suite, {**ok, "trustworthiness@k=5": float("nan")}, {"trustworthiness@k=5": "why"})
+        asset_checks.check_metrics(suite, {**ok, "trustworthiness@k=5": float("nan")}, {"trustworthiness@k=5": "why"})
     )["values_in_range"]
-    assert not passed(checks.check_metrics(suite, {**ok, "trustworthiness@k=5": 1.2}, {}))["values_in_range"]
-    assert not passed(checks.check_metrics(suite, {**ok, "lid@k=5,space=embedding": 0.0}, {}))["values_in_range"]
+    assert not passed(asset_checks.check_metrics(suite, {**ok, "trustworthiness@k=5": 1.2}, {}))["values_in_range"]
+    assert not passed(asset_checks.check_metrics(suite, {**ok, "lid@k=5,space=embedding": 0.0}, {}))["values_in_range"]
 
 
 def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypatch):
@@ -67,7 +67,7 @@ def test_checks_run_in_the_asset_runs_and_a_failure_stops_the_run(lab, monkeypat
     key = cell_key(data, sweep.methods[0].key)  # a dataset is partitioned by cell
     result = defs.resolve_job_def(job_name(DATASETS)).execute_in_process(instance=inst, partition_key=key)
     evaluations = result.get_asset_check_evaluations()
-    assert sorted(e.check_name for e in evaluations) == sorted(checks.DATASET_CHECKS)
+    assert sorted(e.check_name for e in evaluations) == sorted(asset_checks.DATASET_CHECKS)
     assert all(e.passed for e in evaluations)
 
     # A metric whose value leaves its range fails the blocking check and so the run.

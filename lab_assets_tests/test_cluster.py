@@ -202,7 +202,7 @@ def test_the_one_machine_clusters_instance_is_the_k8s_file_but_for_hosts_launche
         "poll_interval_seconds": 15,
     }
     assert shipped["run_monitoring"]["start_timeout_seconds"] == 1200  # the deployment's own stays
-    assert config["run_launcher"]["class"] == "ProcessRunLauncher"
+    assert config["run_launcher"]["class"] == "LocalK8sRunLauncher"
     assert config["run_launcher"]["config"]["local"]["runs_dir"] == str(tmp_path / "runs")
     differs = {key for key in shipped if config[key] != shipped[key]}
     assert differs == {"storage", "run_launcher", "run_monitoring"}
@@ -967,7 +967,7 @@ def job_body(name: str, command: list[str], env: list[dict], env_from: list[dict
 def test_local_jobs_run_a_container_in_a_private_folder(tmp_path, monkeypatch):
     import time
 
-    from lab_assets.runtime.process_launcher import LaunchError, LocalJobs
+    from lab_assets.runtime.local_k8s_launcher import LaunchError, LocalJobs
 
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     monkeypatch.setenv("MY_PG_PASSWORD", "pw-from-the-environment")

@@ -139,12 +139,12 @@ class Shuffled:
 
 def test_a_cells_materialization_links_to_its_methods_and_datasets_own_source_files(lab):
     from lab_assets.dr.sweep import load_sweep
-    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runner.sweeps import materialize_sweep
     from lab_assets.runtime.instance import get_instance
 
     (lab / "project_reducers.py").write_text(REDUCER)
     (lab / "sweeps" / "linked.yaml").write_text(CELL_SWEEP)
-    assert run_sweep(load_sweep(lab / "sweeps" / "linked.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep(lab / "sweeps" / "linked.yaml"), workers=1).ok
 
     records = get_instance().fetch_materializations(dg.AssetKey("embedding"), limit=10).records
     wanted = {

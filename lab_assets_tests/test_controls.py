@@ -163,7 +163,7 @@ def test_ground_truth_sweep_end_to_end(lab):
     isometric), the scaled scores are 0 for random and 1 for true_latent, torus has no
     true_latent cell and its ground-truth column is null with the reason; then adding a measure
     recomputes no embedding."""
-    from lab_assets.runner.sweeps import plan, run_sweep
+    from lab_assets.runner.sweeps import materialize_sweep, plan
 
     path = lab / "sweeps" / "gt.yaml"
     path.write_text(GEOMETRY)
@@ -172,7 +172,7 @@ def test_ground_truth_sweep_end_to_end(lab):
     assert "2 data keys x 3 method keys less 1 not declared = 5 cells" in out.stdout
     assert "not declared: true_latent on torus, which have no ground-truth latent coordinates" in out.stdout
     sweep = load_sweep(path)
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert result.ok, [o.to_json() for o in result.failed]
     table = storage.read_parquet(storage.asset_path("metric_table"))
     geo = "geodesic_distance_correlation@n_pairs=20000"

@@ -328,7 +328,7 @@ def test_event_log_storage_hooks_are_called(tmp_path, monkeypatch):
 
 
 def test_storage_head_moves_with_every_change_the_stale_status_resolver_reads(tmp_path):
-    """runtime/freshness/instance_head.py reads Dagster's SQLite schema without Dagster (the no-op cache)."""
+    """runtime/freshness/instance_head.py reads Dagster's SQLite schema without Dagster (the saved no-op answer)."""
     from lab_assets.runtime import instance as lab_instance
     from lab_assets.runtime.freshness.instance_head import deleted_since, deletion_mark, head
 

@@ -17,7 +17,7 @@ from lab_assets.defs.freshness import FRESH
 from lab_assets.defs.jobs import DATASETS, job_name
 from lab_assets.dr import keystore
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime import backfills
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import lab_cli
@@ -65,14 +65,14 @@ def _gc(lab, *flags) -> dict:
 
 def test_gc_deletes_exactly_what_no_registered_sweep_uses(lab, single_threaded):
     path = lab / "sweeps" / "tiny.yaml"
-    assert run_sweep(load_sweep(path), workers=1).ok
+    assert materialize_sweep(load_sweep(path), workers=1).ok
     (lab / "sweeps" / "other.yaml").write_text(OTHER)
     other = load_sweep(lab / "sweeps" / "other.yaml")
-    assert run_sweep(other, workers=1).ok
+    assert materialize_sweep(other, workers=1).ok
     before = load_sweep(path)
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: 20"))  # isomap's cells: new keys
     tiny = load_sweep(path)
-    assert run_sweep(tiny, workers=1).ok
+    assert materialize_sweep(tiny, workers=1).ok
     (lab / "sweeps" / "other.yaml").unlink()  # its sweep stays registered until gc
 
     old_cells = sorted(keys.cell_key(d, m) for d, m in set(before.cells) - set(tiny.cells))
@@ -142,7 +142,7 @@ def test_gc_deletes_exactly_what_no_registered_sweep_uses(lab, single_threaded):
 def test_gc_leaves_what_runs_in_flight_use(lab, single_threaded):
     path = lab / "sweeps" / "tiny.yaml"
     before = load_sweep(path)
-    assert run_sweep(before, workers=1).ok
+    assert materialize_sweep(before, workers=1).ok
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: 20"))
     register_and_plan(load_sweep(path))
     busy, idle = sorted(keys.cell_key(d, m) for d, m in set(before.cells) - set(load_sweep(path).cells))
@@ -232,10 +232,10 @@ def test_gc_on_an_object_store(lab, s3, single_threaded):
 
     path = lab / "sweeps" / "tiny.yaml"
     before = load_sweep(path)
-    assert run_sweep(before, workers=1).ok
+    assert materialize_sweep(before, workers=1).ok
     path.write_text(path.read_text().replace("n_neighbors: 12", "n_neighbors: 20"))
     tiny = load_sweep(path)
-    assert run_sweep(tiny, workers=1).ok
+    assert materialize_sweep(tiny, workers=1).ok
     assert materialize_report(tiny).ok  # a second report version: the one before stays for readers
     old = [keys.cell_key(d, m) for d, m in set(before.cells) - set(tiny.cells)]
 

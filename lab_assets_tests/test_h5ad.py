@@ -16,7 +16,7 @@ from scipy import sparse
 
 from lab_assets.core import file_hashes, storage
 from lab_assets.core.registry import Shape
-from lab_assets.defs import checks
+from lab_assets.defs import asset_checks
 from lab_assets.defs.assets.datasets import (
     GENERATE_STREAM,
     BadDataError,
@@ -116,7 +116,7 @@ def test_sparse_x_stays_sparse_through_the_intermediate_format(files, tmp_path):
     assert content_version(back) == content_version(df)
     assert (sparse_features(back) != adata.X).nnz == 0
     np.testing.assert_array_equal(features(back), adata.X.toarray())
-    assert all(r.passed for r in checks.check_dataset(back, len(df))), checks.check_dataset(back, len(df))
+    assert all(r.passed for r in asset_checks.check_dataset(back, len(df))), asset_checks.check_dataset(back, len(df))
     # Another value changes the content version.
     edited = back.copy()
     edited.at[3, "x_values"] = edited.at[3, "x_values"] + 1
@@ -370,7 +370,7 @@ def test_a_sparse_h5ad_sweep_runs_end_to_end(lab, files):
     from lab_assets.core import keys
     from lab_assets.defs.assets.datasets import is_sparse, with_names
     from lab_assets.dr.sweep import load_sweep
-    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runner.sweeps import materialize_sweep
     from lab_assets_tests.test_bad_input import latest
 
     folder, adata = files
@@ -380,7 +380,7 @@ def test_a_sparse_h5ad_sweep_runs_end_to_end(lab, files):
         "methods:\n  pca: {}\nmetrics:\n  trustworthiness: {k: [5]}\n  silhouette: {space: data}\n"
     )
     sweep = load_sweep(lab / "sweeps" / "cells.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert not result.failed, result.failed
     ((data_key, method_key),) = sweep.cells
     cell = keys.cell_key(data_key, method_key)

@@ -12,7 +12,7 @@ from lab_assets.core import keys
 from lab_assets.defs.freshness import plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime import instance
 from lab_assets.runtime.compute_logs import FileOnlyComputeLogManager
 from lab_assets.runtime.sqlite_storage import OneEngineSqliteEventLogStorage, OneEngineSqliteRunStorage
@@ -32,7 +32,7 @@ def test_sweep_on_the_project_instance_config(lab, monkeypatch):
     assert isinstance(inst.compute_log_manager, FileOnlyComputeLogManager)
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    result = run_sweep(sweep, workers=2)  # two spawned workers writing one database
+    result = materialize_sweep(sweep, workers=2)  # two spawned workers writing one database
     assert not result.failed and result.count("cells") == 4
 
     cells = {keys.cell_key(d, m) for d, m in sweep.cells}

@@ -723,7 +723,7 @@ def test_dockerfile_matches_the_deployment():
     assert "pip install -c constraints.txt .;" in dockerfile
     assert f"DAGSTER_HOME={DAGSTER_HOME}" in dockerfile and f"LAB_HOME={LAB_HOME}" in dockerfile
     # What the one-machine cluster's launcher gives every run process as the image's own settings.
-    from lab_assets.runtime.process_launcher import IMAGE_FIXED_ENV
+    from lab_assets.runtime.local_k8s_launcher import IMAGE_FIXED_ENV
 
     assert all(f"{name}={value}" in dockerfile for name, value in IMAGE_FIXED_ENV.items())
     assert "EXPOSE 4000" in lines

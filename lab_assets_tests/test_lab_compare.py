@@ -16,7 +16,7 @@ from lab_assets.cli.main import main
 from lab_assets.core import keys
 from lab_assets.dr import compare
 from lab_assets.dr.sweep import load_sweep, parse_sweep
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 
 SWEEP = """name: cmp
 data:
@@ -150,7 +150,7 @@ def test_the_cli_compares_the_instance_history_and_another_lab_home(lab, capsys,
     monkeypatch.chdir(lab)
     sweep = SWEEP.replace("  isomap: {n_neighbors: 10}\n", "") + "  reconstruction_error: {}\n"
     (lab / "sweeps" / "cmp.yaml").write_text(sweep)
-    assert run_sweep(load_sweep("sweeps/cmp.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep("sweeps/cmp.yaml"), workers=1).ok
     code, out, _ = lab_compare(capsys, "--json")
     assert code == 0 and {r["verdict"] for r in json.loads(out)["rows"]} == {compare.NO_BEFORE}  # no before yet
     # No earlier values (a first run, a column new in the sweep): said in words, never "nan".
@@ -163,7 +163,7 @@ def test_the_cli_compares_the_instance_history_and_another_lab_home(lab, capsys,
     # Every metric file lost: the cells are computed again, by the same code from the same inputs.
     shutil.copytree(lab / ".lab" / "assets", lab / "pristine" / "assets")
     shutil.rmtree(lab / ".lab" / "assets" / "metrics")
-    assert run_sweep(load_sweep("sweeps/cmp.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep("sweeps/cmp.yaml"), workers=1).ok
     code, out, _ = lab_compare(capsys, "--json", "--fail-on", "regress")
     rows = json.loads(out)["rows"]
     assert code == 0 and len(rows) == 3 and {r["verdict"] for r in rows} == {compare.IDENTICAL}

@@ -20,7 +20,7 @@ import pytest
 from lab_assets.core import keys
 from lab_assets.defs.assets import specs
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
 
@@ -53,13 +53,13 @@ metrics:
 STEP = """
 import json, sys
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import plan, run_sweep
+from lab_assets.runner.sweeps import plan, materialize_sweep
 out = {}
 for path in sys.argv[1:]:
     sweep = load_sweep(path)
     out[sweep.name] = plan(sweep).to_json()
 for path in sys.argv[1:]:
-    result = run_sweep(load_sweep(path), workers=1)
+    result = materialize_sweep(load_sweep(path), workers=1)
     assert result.ok, [o.to_json() for o in result.failed]
 print(json.dumps(out))
 """
@@ -276,7 +276,7 @@ def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the
     """`--submit` and the UI's Materialize on `sweep[tiny]` (answered by the `sweep_launches`
     sensor's backfill, run by the daemon): each embedding keeps its one materialization."""
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     path = lab / "sweeps" / "tiny.yaml"
     cells = {keys.cell_key(d, m) for d, m in sweep.cells}
     with lab_ui(lab) as port:
@@ -309,13 +309,13 @@ def test_a_lost_suite_record_costs_no_cell(lab):
     the plan still answers, every cell stays fresh, and a cell whose metrics file is lost
     recomputes its metrics step alone, with its sweeps' suite."""
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     shutil.rmtree(lab / ".lab" / "keys" / "metric_suite")
     specs._SUITES.clear()  # this process read them before they were deleted
     assert register_and_plan(sweep).counts["fresh"] == 4
     (lost,) = [p for p in (lab / ".lab" / "assets" / "metrics").rglob("*.parquet") if "|" not in p.name][:1]
     lost.unlink()
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert result.ok and result.count("cells") == 1
     [damaged] = [c for c in result.before.cells if c.status != "fresh"]
     assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
@@ -330,7 +330,7 @@ def test_the_uis_observe_records_the_versions_register_records(lab):
     from dagster._core.definitions.observe import observe  # what the UI's observation run executes
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("  lid: {k: [10]}\n", ""))  # a metric removed: versions kept
     register_and_plan(load_sweep(path))

@@ -16,7 +16,7 @@ from lab_assets.core import keys, storage
 from lab_assets.defs.freshness import FRESH, plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import S3_BUCKET
 
@@ -30,7 +30,7 @@ def objects(client, prefix: str) -> list[str]:
 
 def test_tiny_sweep_on_s3(lab, s3):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert not result.failed and result.count("cells") == 4
 
     stored = objects(s3, "lab/")
@@ -117,7 +117,7 @@ def test_killed_run_on_s3_leaves_only_complete_objects(lab, s3, monkeypatch):
             json.loads(body)
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert not result.failed
     assert plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph()).counts[FRESH] == 4
     assert len(storage.read_parquet(f"{storage.current(storage.url('reports', 'tiny'))}/metrics.parquet")) == 4

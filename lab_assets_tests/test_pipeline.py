@@ -23,7 +23,7 @@ from lab_assets.dr.methods import METHODS
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions, execute_run
 from lab_assets.runner.run import MATERIALIZED
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO
 
@@ -89,7 +89,7 @@ def test_tiny_sweep_end_to_end(lab, monkeypatch):
     assert plan(sweep).counts == {MISSING: 4, STALE: 0, DAMAGED: 0, FRESH: 0}
 
     started = time.perf_counter()
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     elapsed = time.perf_counter() - started
     assert not result.failed and not result.skipped
     # A dataset is partitioned by cell, and counted by data key: 2 datasets for 4 cells, each
@@ -153,7 +153,7 @@ def test_tiny_sweep_end_to_end(lab, monkeypatch):
 
     # Nothing to do the second time.
     assert plan(sweep).counts == {MISSING: 0, STALE: 0, DAMAGED: 0, FRESH: 4}
-    again = run_sweep(sweep, workers=1)
+    again = materialize_sweep(sweep, workers=1)
     assert {o.status for o in again.outcomes} == {FRESH}  # reported, not run
     assert (
         again.count("datasets", FRESH) == 2 and again.count("cells", FRESH) == 4
@@ -171,14 +171,14 @@ def test_tiny_sweep_end_to_end(lab, monkeypatch):
 
 def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     # A new code version for pca, as editing lab_assets/dr/methods/pca.py would give.
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     states = {c.partition: c.status for c in plan(sweep).cells}
     assert {p for p, s in states.items() if s == STALE} == {p for p in states if "|pca-" in p}
     assert {p for p, s in states.items() if s == FRESH} == {p for p in states if "|isomap-" in p}
 
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert sorted(o.partition for o in result.of(MATERIALIZED, "cells")) == sorted(p for p in states if "|pca-" in p)
     assert result.count("datasets") == 0
     assert plan(sweep).counts[FRESH] == 4
@@ -186,7 +186,7 @@ def test_edited_method_code_stales_only_its_cells(lab, monkeypatch):
 
 def test_edited_parameters_make_new_keys_not_overwrites(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     text = (lab / "sweeps" / "tiny.yaml").read_text().replace("n_neighbors: 12", "n_neighbors: 8")
     (lab / "sweeps" / "tiny.yaml").write_text(text)
     edited = load_sweep(lab / "sweeps" / "tiny.yaml")
@@ -200,7 +200,7 @@ def test_edited_parameters_make_new_keys_not_overwrites(lab):
 
 def test_same_cell_twice_gives_identical_numbers(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     isomap = next(m.key for m in sweep.methods if m.method == "isomap")
     cell = keys.cell_key(sweep.data[0].key, isomap)
     first_embedding = pd.read_parquet(storage.asset_path("embedding", cell))
@@ -223,7 +223,7 @@ def test_a_bad_dataset_fails_alone(lab):
     text = (lab / "sweeps" / "tiny.yaml").read_text().replace("data:\n", "data:\n  file: {path: broken.csv}\n")
     (lab / "sweeps" / "tiny.yaml").write_text(text)
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     broken = next(d.key for d in sweep.data if d.dataset == "file")
     # A dataset is partitioned by cell: its run fails in each of its cells, whose cell runs are skipped.
     broken_cells = sorted(keys.cell_key(broken, m.key) for m in sweep.methods)
@@ -241,7 +241,7 @@ def test_each_cell_is_one_offline_wandb_run_and_tracking_failures_are_harmless(l
     import wandb
 
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     runs = {}
     for cell, m in materializations("metrics").items():
         meta = m.metadata

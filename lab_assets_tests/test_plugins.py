@@ -308,7 +308,7 @@ def test_a_sweep_of_plugins_and_built_ins_runs_and_an_edit_stales_exactly_its_ce
     reducers.write_text(reducers.read_text() + "\nEDITED = True\n")
     stale = {c for c, s in _plan(project).items() if s == "stale"}
     assert stale == {cell for m in ("scaled", "shuffled") for _, cell in by_method[m]}
-    # The first run saved its no-op answer (runner/noop_cache.py): the edits are seen through it.
+    # The first run saved its no-op answer (runner/noop_answer.py): the edits are seen through it.
     again = lab_cli("sweep", "run", "--json", "--workers", "1", "sweeps/mine.yaml", cwd=project)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert json.loads(again.stdout)["materialized"]["cells"] == 4

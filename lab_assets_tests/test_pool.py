@@ -1,4 +1,4 @@
-"""The sweep's worker pool (runner/pool.py): every worker started at once and warmed before its
+"""The sweep's worker pool (runner/preload.warm_workers): every worker started at once and warmed before its
 first run; a pool never given a run is ended at once, one that ran waits for its runs."""
 
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from lab_assets.core.threads import SINGLE_THREADED
-from lab_assets.runner.pool import WorkerPool
+from lab_assets.runner.preload import warm_workers
 
 
 def _state() -> dict:
@@ -24,7 +24,7 @@ def _state() -> dict:
 @pytest.mark.slow
 def test_workers_start_at_once_and_are_warm_before_their_first_run(lab):
     saved = {k: os.environ.get(k) for k in SINGLE_THREADED}
-    pool = WorkerPool(2)
+    pool = warm_workers(2)
     try:
         assert len(pool.processes()) == 2  # both spawned before anything was submitted by a runner
         state = pool.submit(_state).result(timeout=300)
@@ -39,7 +39,7 @@ def test_workers_start_at_once_and_are_warm_before_their_first_run(lab):
 
 
 def test_a_pool_never_given_a_run_is_ended_not_waited_for(lab):
-    pool = WorkerPool(2)
+    pool = warm_workers(2)
     processes = pool.processes()
     pool.close()  # while they are still warming up (imports take seconds)
     assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2

@@ -21,7 +21,7 @@ from PIL import Image
 
 from lab_assets.core import keys, storage, tracking
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import materialize_report, run_sweep
+from lab_assets.runner.sweeps import materialize_report, materialize_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO, lab_cli
 
@@ -94,7 +94,7 @@ def run_folders(lab: Path) -> dict[str, list[Path]]:
 
 def test_each_cell_is_one_wandb_run_with_flat_config_image_and_artifacts(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert run_sweep(sweep, workers=1).ok
+    assert materialize_sweep(sweep, workers=1).ok
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     folders = run_folders(lab)
     assert sorted(folders) == sorted([tracking.run_id("cell", c) for c in cells] + [tracking.run_id("sweep", "tiny")])
@@ -102,7 +102,7 @@ def test_each_cell_is_one_wandb_run_with_flat_config_image_and_artifacts(lab):
     # A metrics-only re-run of one cell (a new metric) writes another folder of the same run.
     (lab / "sweeps" / "tiny.yaml").write_text((lab / "sweeps" / "tiny.yaml").read_text() + "  continuity: {k: [5]}\n")
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert run_sweep(sweep, workers=1).ok
+    assert materialize_sweep(sweep, workers=1).ok
     again = run_folders(lab)
     assert sorted(again) == sorted(folders)  # one run per cell: `wandb sync` uploads each id as one run
     assert all(len(f) == 2 for run, f in again.items() if run.startswith("cell"))
@@ -158,17 +158,17 @@ def test_each_cell_is_one_wandb_run_with_flat_config_image_and_artifacts(lab):
 
 def test_wandb_off_writes_nothing(lab, monkeypatch):
     monkeypatch.setenv("LAB_WANDB", "off")
-    assert run_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
     assert not (lab / ".lab" / "wandb").exists()
 
 
 @pytest.mark.slow
 def test_gc_deletes_local_runs_of_deleted_cells_and_says_what_stays_in_wandb(lab):
-    assert run_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
     sweep_file = lab / "sweeps" / "tiny.yaml"
     sweep_file.write_text(sweep_file.read_text().replace("  isomap: {n_neighbors: 12}\n", ""))
     sweep = load_sweep(sweep_file)
-    assert run_sweep(sweep, workers=1).ok
+    assert materialize_sweep(sweep, workers=1).ok
     folders = run_folders(lab)
     isomap = {r for r in folders if r not in {tracking.run_id("cell", keys.cell_key(d, m)) for d, m in sweep.cells}}
     isomap.discard(tracking.run_id("sweep", "tiny"))
@@ -195,7 +195,7 @@ def test_gc_deletes_local_runs_of_deleted_cells_and_says_what_stays_in_wandb(lab
 
 def tiny_with_report(lab) -> None:
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    assert run_sweep(sweep, workers=1).ok
+    assert materialize_sweep(sweep, workers=1).ok
     assert materialize_report(sweep).ok
 
 
@@ -248,7 +248,7 @@ def test_the_notebook_example_reads_the_metric_tables_numbers(lab, tmp_path, mon
 
 
 def test_report_html_is_one_self_contained_file_with_every_number(lab):
-    assert run_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
+    assert materialize_sweep(load_sweep(lab / "sweeps" / "tiny.yaml"), workers=1).ok
     # `lab report --open` hands the file's URL to the browser ($BROWSER: a command that writes it down).
     browser = f"{sys.executable} -c \"import sys; open('opened.txt', 'w').write(sys.argv[1])\" %s"
     out = lab_cli("report", "sweeps/tiny.yaml", "--open", cwd=lab, env={"BROWSER": browser})

@@ -15,8 +15,8 @@ from lab_assets.defs.jobs import CELLS, CELLS_WITH_DATA, DATASETS, METRIC_TABLE,
 from lab_assets.defs.partitions import trial_cell_key
 from lab_assets.defs.work import Fresh, Phase, Run, Work, requests
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run, split
-from lab_assets.runner.webserver import SubmitError, Webserver
+from lab_assets.runner.run import FAILED, FRESH, MATERIALIZED, SKIPPED, Outcome, name, run_work, split
+from lab_assets.runner.webserver import SubmitError, WebserverTarget
 from lab_assets_tests.conftest import free_port, lab_cli
 
 
@@ -58,7 +58,7 @@ def _sweep_like_work(recheck=None) -> Work:
 
 def test_outcomes_say_materialized_fresh_failed_or_skipped_and_why():
     ticks = []
-    result = run(
+    result = run_work(
         _sweep_like_work(),
         Recorder(failing={"b"}),
         lambda label, total: lambda o: ticks.append((label, total, o.status)),
@@ -77,7 +77,7 @@ def test_outcomes_say_materialized_fresh_failed_or_skipped_and_why():
 
 def test_phases_run_in_order_with_the_works_tags_and_in_order_phases_one_run_at_a_time():
     target = Recorder()
-    run(_sweep_like_work(), target)
+    run_work(_sweep_like_work(), target)
     assert [[(j, p) for j, p, _ in b] for b in target.batches] == [
         [(DATASETS, "a"), (DATASETS, "b")],
         [(CELLS, "a|x"), (CELLS, "a|y"), (CELLS, "b|x"), (CELLS, "b|y")],
@@ -109,13 +109,15 @@ def test_a_new_cells_run_counts_as_its_dataset_and_the_cell(status, step, expect
 def test_one_tick_per_new_cells_run_counted_as_a_cell():
     ticks = []
     work = Work((Phase("cells", (Run(CELLS_WITH_DATA, "a|x"), Run(CELLS_WITH_DATA, "b|x"))),))
-    result = run(work, Recorder(failing={"b|x"}), lambda label, total: lambda o: ticks.append((label, total, o.job)))
+    result = run_work(
+        work, Recorder(failing={"b|x"}), lambda label, total: lambda o: ticks.append((label, total, o.job))
+    )
     assert ticks == [("cells", 2, CELLS)] * 2
     assert result.count(DATASETS) == 1 and result.count(CELLS) == 1 and len(result.failed) == 1
 
 
 def test_a_report_whose_metric_table_failed_is_skipped():
-    result = run(_sweep_like_work(), Recorder(failing={""}))
+    result = run_work(_sweep_like_work(), Recorder(failing={""}))
     (skipped,) = result.skipped
     assert (skipped.job, skipped.partition, skipped.why) == (REPORT, "s", "its metric table failed")
 
@@ -134,10 +136,10 @@ def test_recheck_replaces_a_phase_only_after_an_earlier_phase_ran():
         calls.append(1)
         return fresh_after_all
 
-    result = run(_sweep_like_work(recheck), Recorder())
+    result = run_work(_sweep_like_work(recheck), Recorder())
     assert calls == [1] and result.count(CELLS) == 0 and result.count(CELLS, FRESH) == 1
     nothing_ran = Work((Phase("datasets", ()), *_sweep_like_work().phases[1:]), recheck=recheck)
-    run(nothing_ran, Recorder())
+    run_work(nothing_ran, Recorder())
     assert calls == [1]  # no earlier run: the first plan stands
 
 
@@ -152,9 +154,9 @@ def test_one_run_is_one_run_request_with_its_run_key():
 def test_an_unreachable_webserver_is_a_submit_error_naming_the_url():
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(SubmitError, match=rf"cannot reach the Dagster webserver at {url} \(launching datasets a\)"):
-        Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
+        WebserverTarget(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
     with pytest.raises(SubmitError, match="expected a webserver URL"):
-        Webserver("127.0.0.1:3000")
+        WebserverTarget("127.0.0.1:3000")
 
 
 class NoJobsHere(BaseHTTPRequestHandler):
@@ -181,7 +183,7 @@ def test_a_webserver_without_the_job_refuses_with_the_url_and_the_reason():
     url = f"http://127.0.0.1:{server.server_port}"
     try:
         with pytest.raises(SubmitError) as e:
-            Webserver(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
+            WebserverTarget(url).execute([Run(DATASETS, "a")], {}, lambda o: None)
     finally:
         server.shutdown()
     assert (

@@ -10,7 +10,7 @@ from lab_assets.core.cron import last_tick
 from lab_assets.defs.definitions import defs
 from lab_assets.defs.sensors import SWEEP_TAG, sweep_launches, sweep_registry, sweep_schedules
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.backfills import requested_partitions
 from lab_assets.runtime.instance import get_instance
 
@@ -84,7 +84,7 @@ def test_schedule_requests_exactly_the_missing_cells_once(lab):
 
 def test_schedule_requests_nothing_when_everything_is_fresh(lab):
     sweep = _with_schedule(lab)
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     assert evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests == []
 
 
@@ -92,7 +92,7 @@ def test_schedule_requests_only_stale_cells(lab, monkeypatch):
     from lab_assets.dr.methods import METHODS
 
     sweep = _with_schedule(lab)
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     monkeypatch.setitem(METHODS["pca"].__dict__, "code_version", "edited")
     [request] = evaluate(sweep_schedules, _cursor_before_last_tick()).run_requests
     parts = requested_partitions(request)
@@ -156,7 +156,7 @@ def test_launching_a_sweep_requests_exactly_its_pending_partitions_once(lab):
         .replace("n_neighbors: 12", "n_neighbors: 7")
     )
     other = load_sweep(other_path)
-    run_sweep(other, workers=1)  # the other sweep shares tiny's data and pca cells
+    materialize_sweep(other, workers=1)  # the other sweep shares tiny's data and pca cells
     register_and_plan(tiny)
     shared = {keys.cell_key(d, m) for d, m in set(tiny.cells) & set(other.cells)}
     pending = sorted(keys.cell_key(d, m) for d, m in tiny.cells if keys.cell_key(d, m) not in shared)
@@ -186,7 +186,7 @@ def test_a_metric_added_requests_the_metrics_steps_alone(lab):
     """Scheduled or launched from the UI, a sweep whose only change is a new metric is one
     backfill of its cells' `metrics` (no embedding, model or dataset), its table and report."""
     sweep = _with_schedule(lab)
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     path = lab / "sweeps" / "tiny.yaml"
     path.write_text(path.read_text().replace("  lid: {k: [10]}\n", "  lid: {k: [10]}\n  continuity: {k: [5]}\n"))
     sweep = load_sweep(path)

@@ -1,4 +1,4 @@
-"""The warm service (runner/service.py, cli/service_server.py): a command it runs computes what the
+"""The warm service (runner/warm_service.py, runner/warm_service_process.py): a command it runs computes what the
 same command computes without it, in the folder and environment it was typed in; Ctrl-C, exit
 codes and errors reach the terminal as they would; a service serves one environment and ends on
 `lab service stop`."""
@@ -6,6 +6,7 @@ codes and errors reach the terminal as they would; a service serves one environm
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -20,7 +21,7 @@ import pandas as pd
 import pytest
 
 from lab_assets.core.processes import alive
-from lab_assets.runner import service
+from lab_assets.runner import warm_service
 from lab_assets_tests.conftest import PACKAGE_EDIT_LOCK, TINY_SWEEP, lab_cli, wait_for
 
 SLOW = (
@@ -45,8 +46,8 @@ def services(monkeypatch, request):
     for var in ("LAB_HOME", "DAGSTER_HOME", "LAB_PROJECT_DIR", "LAB_STORAGE_URL", "LAB_EXECUTOR"):
         monkeypatch.delenv(var, raising=False)  # each project's lab home comes from its folder
     yield runtime
-    pids = [s["pid"] for s in service.running() if s["pid"]]
-    service.stop_all()
+    pids = [s["pid"] for s in warm_service.running() if s["pid"]]
+    warm_service.stop_all()
     for pid in pids:
         wait_for(lambda: not alive(pid), 30, f"service {pid} to end")
     shutil.rmtree(runtime, ignore_errors=True)
@@ -75,16 +76,16 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
     a, b, plain = (_project(tmp_path, n) for n in ("a", "b", "plain"))
     first = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=a)
     assert first.returncode == 0, first.stderr
-    [running] = service.running()  # started by the first command, which it then ran
+    [running] = warm_service.running()  # started by the first command, which it then ran
     assert alive(running["pid"])
     status = _lab("service", "status", cwd=b)
     assert f"{running['key']}  pid {running['pid']}  this environment" in status.stdout, status.stdout
     second = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=b)
     assert second.returncode == 0, second.stderr
-    assert [s["pid"] for s in service.running()] == [running["pid"]]  # the same service took it
+    assert [s["pid"] for s in warm_service.running()] == [running["pid"]]  # the same service took it
     without = _lab("sweep", "run", "sweeps/s.yaml", "--workers", "2", cwd=plain, LAB_SERVICE="0")
     assert without.returncode == 0, without.stderr
-    assert len(service.running()) == 1
+    assert len(warm_service.running()) == 1
 
     for out in (first, second, without):
         assert "sweep tiny: 2 datasets and 4 cells materialized" in out.stdout, out.stdout
@@ -108,15 +109,12 @@ def test_one_service_runs_sweeps_of_two_projects_each_in_its_own_folder_as_lab_w
         warm, cold = _lab(*args, cwd=a), _lab(*args, cwd=a, LAB_SERVICE="0")
         assert warm.returncode == cold.returncode == 0, warm.stderr + cold.stderr
         assert warm.stdout == cold.stdout and warm.stdout, (warm.stdout, cold.stdout)
-    assert [s["pid"] for s in service.running()] == [running["pid"]]
+    assert [s["pid"] for s in warm_service.running()] == [running["pid"]]
     log = Path(running["log"]).read_text()
-    for args in (
-        "sweep run sweeps/s.yaml --workers 2",
-        "sweep plan sweeps/s.yaml",
-        "report sweeps/s.yaml",
-        "verify sweeps/s.yaml",
-    ):
-        assert f": lab {args} (in {a})" in log, log  # each ran in the service, in its own folder
+    # Each ran in the service, in its own folder: the command's function, called with its parsed arguments.
+    for fn in ("cli.sweep:lab_sweep_run", "cli.sweep:lab_sweep_plan", "cli.report:run", "cli.verify:run"):
+        assert re.search(rf': lab_assets\.{re.escape(fn)} [^\n]*"file": "sweeps/s\.yaml"[^\n]*\(in {a}\)', log), log
+    assert '"workers": 2' in log, log
 
     # A no-op is answered by the client without the service; a bad file is refused with exit 2.
     noop = _lab("sweep", "run", "sweeps/s.yaml", cwd=a)
@@ -136,7 +134,7 @@ def _slow_sweep_under_way(tmp_path: Path, *args: str, **popen) -> tuple[Path, di
     """A project with the SLOW sweep, a started service, and `lab sweep run` of it started as its client."""
     project = _project(tmp_path, "p", SLOW)
     assert _lab("service", "start", cwd=project).returncode == 0
-    [running] = service.running()
+    [running] = warm_service.running()
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
     proc = subprocess.Popen(
         [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/s.yaml", "--workers", "2", *args],
@@ -251,10 +249,10 @@ def test_ctrl_z_before_the_service_names_the_command_stops_the_command_once_it_i
             sys.executable,
             "-c",
             "import socket, sys\n"
-            "from lab_assets.runner import service\n"
+            "from lab_assets.runner import warm_service\n"
             "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
             f"s.connect({str(path)!r})\n"
-            "sys.exit(service._exchange(s, ['sweep', 'run', 'x.yaml']))",
+            "sys.exit(warm_service._exchange(s, {'call': 'm:f', 'args': {'file': 'x.yaml'}}))",
         ],
         stdin=subprocess.DEVNULL,
         start_new_session=True,
@@ -265,7 +263,7 @@ def test_ctrl_z_before_the_service_names_the_command_stops_the_command_once_it_i
         request, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         for fd in fds:
             os.close(fd)
-        assert json.loads(request)["argv"] == ["sweep", "run", "x.yaml"]
+        assert json.loads(request)["args"] == {"file": "x.yaml"}
         os.kill(client.pid, signal.SIGTSTP)  # Ctrl-Z before the reply
         time.sleep(0.5)
         conn.send(json.dumps({"pid": command.pid}).encode())
@@ -318,22 +316,22 @@ def test_a_killed_client_interrupts_its_command(tmp_path, services):
 def test_a_service_serves_one_environment_and_code():
     env = {"PATH": "/usr/bin", "LAB_HOME": "/a", "PWD": "/x", "SHLVL": "1"}
     same = {**env, "PWD": "/y", "SHLVL": "2", "OLDPWD": "/x", "LAB_SERVICE": "1"}
-    assert service.key(env) == service.key(same)  # what a shell changes between commands
-    assert service.key(env) != service.key({**env, "LAB_HOME": "/b"})
-    assert service.key(env) != service.key({**env, "OMP_NUM_THREADS": "4"})
-    assert service.key(env) != service.key({**env, "WANDB_API_KEY": "x"})
+    assert warm_service.key(env) == warm_service.key(same)  # what a shell changes between commands
+    assert warm_service.key(env) != warm_service.key({**env, "LAB_HOME": "/b"})
+    assert warm_service.key(env) != warm_service.key({**env, "OMP_NUM_THREADS": "4"})
+    assert warm_service.key(env) != warm_service.key({**env, "WANDB_API_KEY": "x"})
 
 
 def test_off_unless_asked_or_in_a_terminal(monkeypatch):
     monkeypatch.setenv("LAB_SERVICE", "0")
-    assert not service.enabled()
+    assert not warm_service.enabled()
     monkeypatch.setenv("LAB_SERVICE", "1")
-    assert service.enabled()
+    assert warm_service.enabled()
     monkeypatch.setenv("LAB_SERVICE_CHILD", "1")
-    assert not service.enabled()  # a command the service runs never forwards again
+    assert not warm_service.enabled()  # a command the service runs never forwards again
     monkeypatch.delenv("LAB_SERVICE_CHILD")
     monkeypatch.delenv("LAB_SERVICE")
-    assert not service.enabled()  # pytest's stdin/stderr are not both terminals
+    assert not warm_service.enabled()  # pytest's stdin/stderr are not both terminals
 
     class Terminal:
         def isatty(self) -> bool:
@@ -342,11 +340,11 @@ def test_off_unless_asked_or_in_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdin", Terminal())
     monkeypatch.setattr(sys, "stderr", Terminal())
     monkeypatch.setattr(sys, "platform", "linux")
-    assert service.enabled()  # a researcher's shell
+    assert warm_service.enabled()  # a researcher's shell
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert not service.enabled()  # no fork without exec on macOS unless asked
+    assert not warm_service.enabled()  # no fork without exec on macOS unless asked
     monkeypatch.setenv("LAB_SERVICE", "1")
-    assert service.enabled()
+    assert warm_service.enabled()
 
 
 def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
@@ -354,15 +352,15 @@ def test_a_service_folder_others_can_enter_is_refused(tmp_path, monkeypatch):
     (tmp_path / f"lab-assets-{os.getuid()}").mkdir(mode=0o755)
     os.chmod(tmp_path / f"lab-assets-{os.getuid()}", 0o755)
     with pytest.raises(PermissionError, match="not private"):
-        service.folder()
+        warm_service.folder()
 
 
 @pytest.mark.edits_package
 def test_a_service_whose_code_changed_ends_and_the_next_command_starts_a_new_one(tmp_path, services):
     project = _project(tmp_path, "p")
     assert _lab("service", "start", cwd=project).returncode == 0
-    [old] = service.running()
-    source = Path(service.__file__)
+    [old] = warm_service.running()
+    source = Path(warm_service.__file__)
     stat = source.stat()
     try:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # an edit, as the key sees it
@@ -370,7 +368,7 @@ def test_a_service_whose_code_changed_ends_and_the_next_command_starts_a_new_one
         assert not (services / f"lab-assets-{os.getuid()}" / f"{old['key']}.sock").exists()
         out = _lab("sweep", "run", "sweeps/s.yaml", cwd=project)
         assert out.returncode == 0 and "started the warm service" in out.stderr, out.stderr
-        [new] = service.running()
+        [new] = warm_service.running()
         assert new["key"] != old["key"]
     finally:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -7,7 +7,7 @@ from lab_assets.core import keys, storage
 from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.freshness import FRESH, MISSING
 from lab_assets.dr.sweep import parse_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.instance import get_instance
 
 METRICS = "metrics:\n  trustworthiness: {k: [5, 10]}\n"
@@ -40,12 +40,12 @@ def test_a_cell_shared_by_two_sweeps_is_computed_once_and_reported_by_both(lab, 
     first_cells = {keys.cell_key(d, m) for d, m in first.cells}
     second_cells = {keys.cell_key(d, m) for d, m in second.cells}
     [shared] = first_cells & second_cells  # seed 0 x pca
-    assert run_sweep(first, workers=1).ok
+    assert materialize_sweep(first, workers=1).ok
 
     plan = register_and_plan(second)
     status = {c.partition: c.status for c in plan.cells}
     assert status == {shared: FRESH, next(iter(second_cells - {shared})): MISSING}
-    assert run_sweep(second, workers=1).ok
+    assert materialize_sweep(second, workers=1).ok
     assert _materialization_count("embedding", shared) == 1  # not computed again for the second sweep
 
     a, b = _report("first"), _report("second")

@@ -16,7 +16,7 @@ from lab_assets.core import keys, storage
 from lab_assets.defs.freshness import DAMAGED, FRESH, MISSING, STALE, plan_sweep
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.local import definitions
-from lab_assets.runner.sweeps import run_sweep
+from lab_assets.runner.sweeps import materialize_sweep
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO
 
@@ -72,7 +72,7 @@ def test_bundled_sweep_full_size(lab, name, ks):
     sweep = load_sweep(lab / "sweeps" / f"{name}.yaml")
     n = len(sweep.cells)
     assert plan(sweep).counts == {MISSING: n, STALE: 0, DAMAGED: 0, FRESH: 0}
-    result = run_sweep(sweep, workers=2)
+    result = materialize_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped, [(o.partition, o.why) for o in result.failed + result.skipped]
     assert result.count("cells") == n and result.count("datasets") == len(sweep.data)  # counted by data key
     table, checked = check_table(sweep, ks)
@@ -94,7 +94,7 @@ def test_one_thousand_cells(lab):
     sweep = load_sweep(lab / "sweeps" / "scaling.yaml")
     assert len(sweep.cells) == 1000
     assert plan(sweep).counts == {MISSING: 1000, STALE: 0, DAMAGED: 0, FRESH: 0}
-    result = run_sweep(sweep, workers=2)
+    result = materialize_sweep(sweep, workers=2)
     assert not result.failed and not result.skipped
     assert result.count("cells") == 1000 and result.count("datasets") == len(sweep.data)  # counted by data key
     # Every cell fresh afterwards (the late asset-row update once left ~5 in 1,000 stale).
@@ -107,6 +107,6 @@ def test_one_thousand_cells(lab):
         Z = pd.read_parquet(storage.asset_path("embedding", row["partition"])).filter(regex=r"^z\d+$").to_numpy()
         assert row["trustworthiness@k=5"] == pytest.approx(sk_trustworthiness(X, Z, n_neighbors=5), abs=1e-9)
     start = time.perf_counter()
-    again = run_sweep(sweep, workers=2)
+    again = materialize_sweep(sweep, workers=2)
     assert {o.status for o in again.outcomes} == {FRESH} and again.count("cells", FRESH) == 1000
     assert time.perf_counter() - start < 120

@@ -227,7 +227,7 @@ def test_the_text_fits_100_columns_even_with_long_labels():
 
 def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab):
     from lab_assets.dr.sweep import load_sweep
-    from lab_assets.runner.sweeps import run_sweep
+    from lab_assets.runner.sweeps import materialize_sweep
     from lab_assets.runtime.instance import get_instance
 
     path = lab / "sweeps" / "tiny.yaml"
@@ -238,7 +238,7 @@ def test_a_sweep_run_shows_the_summary_the_cells_and_a_scatter_per_embedding(lab
         .replace("n_samples: 150", "n_samples: 80")
     )
     sweep = load_sweep(path)
-    result = run_sweep(sweep, workers=1)
+    result = materialize_sweep(sweep, workers=1)
     assert result.ok
 
     # Each embedding materialization: a readable label and a small inline PNG scatter plot.

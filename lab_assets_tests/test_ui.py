@@ -11,7 +11,7 @@ import pytest
 from lab_assets.core import keys
 from lab_assets.core.k8s_resources import GPU_TAG
 from lab_assets.dr.sweep import load_sweep
-from lab_assets.runner.sweeps import register_and_plan, run_sweep
+from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.instance import get_instance
 from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
 
@@ -26,7 +26,7 @@ STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) {
 @pytest.mark.slow
 def test_ui_serves_partitions_and_materializes_one(lab):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
-    run_sweep(sweep, workers=1)
+    materialize_sweep(sweep, workers=1)
     # The bundled sweeps registered beside it: the UI must offer their cells and no cross product.
     declared = {keys.cell_key(d, m) for d, m in sweep.cells}
     for name in ("demo", "dr_benchmark"):
@@ -69,7 +69,7 @@ def test_sweep_submitted_through_the_webserver_carries_resource_tags(lab):
     path.write_text(path.read_text().replace("pca: {}", "pca: {resources: {gpu: 1, memory: 2Gi}}"))
     sweep = load_sweep(path)
     with lab_ui(lab) as port:
-        result = run_sweep(sweep, submit=f"http://127.0.0.1:{port}")
+        result = materialize_sweep(sweep, submit=f"http://127.0.0.1:{port}")
     assert not result.failed, [o.why for o in result.failed]
     assert result.count("datasets") == 2 and result.count("cells") == 4 and result.count("report") == 1
     inst = get_instance()

@@ -1,5 +1,5 @@
 """`lab check`: the project's definitions, sweep and study files and registry entries, for a
-lab's CI (`runner/check.py`). One line per problem naming the file and the field; exit 0, or 2
+lab's CI (`runner/project_check.py`). One line per problem naming the file and the field; exit 0, or 2
 with the count. `--format github` writes GitHub's workflow annotations instead, so each problem
 shows on the pull request's diff at its line."""
 
@@ -40,7 +40,7 @@ def annotation(problem) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lab_assets.runner.check import check_project
+    from lab_assets.runner.project_check import check_project
 
     problems = check_project(with_dg=not args.no_dg)
     for p in problems:

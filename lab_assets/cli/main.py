@@ -77,14 +77,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    args.argv = argv  # what the warm service is handed
+    return execute(parser().parse_args(argv))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """A parsed command, run to its exit code. The warm service's child calls this same function
+    with the same arguments (`runner/commands.ENTRY`), never the parser again."""
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("lab: --workers must be at least 1", file=sys.stderr)
         return BAD_INPUT
     try:
         if getattr(args, "warm", False):  # `sweep run` hands over later: after its no-op answer
-            if (code := hand_over(args.argv)) is not None:
+            if (code := hand_over(args)) is not None:
                 return code
         if getattr(args, "writes", False):
             check_writable()  # a read-only or full lab home: refused before anything starts

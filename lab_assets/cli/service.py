@@ -1,10 +1,10 @@
-"""`lab service status|start|stop`: the warm service (runner/service.py; its process:
-cli/service_server.py)."""
+"""`lab service status|start|stop`: the warm service (runner/warm_service.py; its process:
+runner/warm_service_process.py)."""
 
 from __future__ import annotations
 
 from lab_assets.cli.exits import FAILED
-from lab_assets.runner import service as warm_service
+from lab_assets.runner import warm_service
 
 
 def add_parser(sub) -> None:

@@ -1,22 +1,23 @@
-"""`lab sweep plan FILE` and `lab sweep run FILE`: what they print. How a run executes (saved
-no-op answer, warm service, worker pool, webserver) is `runner/commands.py`'s choice."""
+"""`lab sweep plan FILE` and `lab sweep run FILE`: their arguments and what they print. How a run
+executes (saved no-op answer, warm service, warm workers, webserver) is decided by one function,
+`runner/commands.route_sweep_run`; whichever way it went, one function prints it (`_print_summary`)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from lab_assets.cli.exits import FAILED, INTERRUPTED
 from lab_assets.cli.output import (
     group,
     print_problems,
-    print_report,
     print_traces,
     progress_factory,
     report_text,
     width,
 )
-from lab_assets.runner.commands import Handed, Refused, Saved, sweep_run
+from lab_assets.runner.commands import Handed, Refused, Saved, SweepRunSummary, hand_over, route_sweep_run
 
 SWEEP = "plan, run or remove a sweep file"
 VERIFY_HELP = (
@@ -31,7 +32,7 @@ def add_parser(sub) -> None:
     plan.add_argument("file")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     plan.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    plan.set_defaults(fn=run_plan, writes=True, warm=True)
+    plan.set_defaults(fn=lab_sweep_plan, writes=True, warm=True)
     run = sweep.add_parser("run", help="materialize exactly the missing or stale cells, then the report")
     run.add_argument("file")
     run.add_argument("--workers", type=int, default=None, help="parallel runs (default: one per core)")
@@ -45,15 +46,15 @@ def add_parser(sub) -> None:
         help="launch the runs through this Dagster webserver (its run "
         "launcher and queue, e.g. on Kubernetes) instead of in this process",
     )
-    run.set_defaults(fn=run_run, writes=True)
+    run.set_defaults(fn=lab_sweep_run, writes=True)
 
 
-def run_plan(args) -> int:
+def lab_sweep_plan(args) -> int:
     from lab_assets.dr.methods.true_latent import NAME as TRUE_LATENT
     from lab_assets.dr.sweep import load_sweep
-    from lab_assets.runner.sweeps import plan as make_plan
+    from lab_assets.runner import sweeps
 
-    plan = make_plan(load_sweep(args.file), args.verify)
+    plan = sweeps.plan(load_sweep(args.file), args.verify)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
@@ -77,16 +78,16 @@ def run_plan(args) -> int:
     return 0
 
 
-def run_run(args) -> int:
+def lab_sweep_run(args) -> int:
     shown = []  # the progress display, once the workers are started
 
     def progress():
         shown.append(progress_factory(not args.json and not args.quiet))
         return shown[-1]
 
-    done = sweep_run(
+    done = route_sweep_run(
         args.file,
-        args.argv,
+        hand_over=lambda: hand_over(args),
         workers=args.workers,
         submit=args.submit,
         verify=args.verify,
@@ -95,12 +96,12 @@ def run_run(args) -> int:
     )
     if isinstance(done, Handed):
         return done.code
-    if isinstance(done, Saved):
-        _print_noop(done.answer, args.json, done.seconds)
-        return 0
     if isinstance(done, Refused):
         print(f"lab: {done.why}", file=sys.stderr)
         return FAILED
+    if isinstance(done, Saved):
+        _print_summary(args, done.summary(), lambda: done.answer["report_text"])
+        return 0
     sweep, result = done.sweep, done.result
     if result.interrupted:
         if shown and shown[-1] is not None:
@@ -118,115 +119,35 @@ def run_run(args) -> int:
                 file=sys.stderr,
             )
         return INTERRUPTED
-    _print_result(args, sweep, result)
-    done.save_noop(lambda: report_text(sweep))
+    _print_summary(args, done.summary(), lambda: report_text(sweep), result)
+    done.save_noop_answer(lambda: report_text(sweep))
     return 0 if result.ok else FAILED
 
 
-def _print_result(args, sweep, result) -> None:
-    from lab_assets.defs.jobs import CELLS, DATASETS, METRIC_TABLE, REPORT
-    from lab_assets.runner.run import FRESH, WAITED
-    from lab_assets.runner.sweeps import report_folder
-
+def _print_summary(args, summary: SweepRunSummary, report: Callable[[], str], result=None) -> None:
+    """`lab sweep run`'s output, text or `--json`, whichever way it went (`result`: a run's
+    outcomes, for its failures' details; None for a saved answer, which has none). The counts are
+    read by their `--json` keys (defs/jobs.py's kinds), not through defs/jobs: that loads Dagster,
+    which a saved answer prints without."""
     if args.json:
-        jobs = (DATASETS, CELLS, METRIC_TABLE, REPORT)
-        _print_json(
-            sweep.name,
-            result.seconds,
-            result.before.counts,
-            materialized={job: result.count(job) for job in jobs},
-            fresh={job: result.count(job, FRESH) for job in jobs},
-            waited={job: result.count(job, WAITED) for job in jobs},
-            failed=[o.to_json() for o in result.failed],
-            skipped=[o.to_json() for o in result.skipped],
-            report=report_folder(sweep.name),
-        )
-    else:
-        print(
-            _ran(
-                sweep.name,
-                result.count(DATASETS),
-                result.count(CELLS),
-                result.count(CELLS, FRESH),
-                len(result.failed),
-                result.seconds,
-                _metrics_only(result),
-            )
-        )
-        if result.of(WAITED):
-            print(
-                f"  {result.count(DATASETS, WAITED)} datasets and {result.count(CELLS, WAITED)} cells were in flight "
-                "in another command: waited for, not computed again"
-            )
-        print_problems(result, args.verbose)
-        print_report(sweep)
-    if args.json and args.verbose:
-        print_traces(result)
-
-
-def _ran(name: str, datasets: int, cells: int, fresh: int, failed: int, seconds: float, metrics_only: int = 0) -> str:
-    only = f" ({metrics_only} of them: metrics step alone)" if metrics_only else ""
-    return (
-        f"sweep {name}: {datasets} datasets and {cells} cells materialized{only}, {fresh} already fresh, "
-        f"{failed} failed, in {seconds:.1f} s"
+        print(json.dumps(summary.to_json(), indent=2))
+        if args.verbose and result is not None:
+            print_traces(result)
+        return
+    only = f" ({summary.metrics_only} of them: metrics step alone)" if summary.metrics_only else ""
+    print(
+        f"sweep {summary.sweep}: {summary.materialized['datasets']} datasets and {summary.materialized['cells']} cells "
+        f"materialized{only}, {summary.fresh['cells']} already fresh, {len(summary.failed)} failed, in "
+        f"{summary.seconds:.1f} s"
     )
-
-
-def _metrics_only(result) -> int:
-    """Cells materialized by their metrics step alone: their embedding was fresh (defs/work.py)."""
-    from lab_assets.defs.jobs import CELLS
-    from lab_assets.runner.run import MATERIALIZED
-
-    only = {c.partition for c in (result.before.cells if result.before else []) if set(c.assets) == {"metrics"}}
-    return sum(o.partition in only for o in result.of(MATERIALIZED, CELLS))
-
-
-def _print_json(
-    name: str,
-    seconds: float,
-    before: dict,
-    *,
-    materialized: dict,
-    fresh: dict,
-    waited: dict,
-    failed: list,
-    skipped: list,
-    report: str,
-) -> None:
-    """`lab sweep run --json`, whichever path answered (a run, a saved no-op answer): one set of keys.
-    `waited`: computed by another command's run that this one found in flight and waited for."""
-    summary = {
-        "sweep": name,
-        "seconds": round(seconds, 3),
-        "before": before,
-        "materialized": materialized,
-        "fresh": fresh,
-        "waited": waited,
-        "failed": failed,
-        "skipped": skipped,
-        "report": report,
-    }
-    print(json.dumps(summary, indent=2))
-
-
-def _print_noop(answer: dict, as_json: bool, seconds: float) -> None:
-    """A saved no-op answer, printed as a no-op run prints."""
-    if as_json:
-        zero = {job: 0 for job in answer["fresh"]}
-        _print_json(
-            answer["sweep"],
-            seconds,
-            answer["before"],
-            materialized=zero,
-            fresh=answer["fresh"],
-            waited=zero,
-            failed=[],
-            skipped=[],
-            report=answer["report"],
+    if any(summary.waited.values()):
+        print(
+            f"  {summary.waited['datasets']} datasets and {summary.waited['cells']} cells were in flight "
+            "in another command: waited for, not computed again"
         )
-    else:
-        print(_ran(answer["sweep"], 0, 0, answer["cells"], 0, seconds))
-        print(answer["report_text"], end="")
+    if result is not None:
+        print_problems(result, args.verbose)
+    print(report(), end="")
 
 
 def _cells_done(result) -> int:

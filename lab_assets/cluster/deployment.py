@@ -35,7 +35,7 @@ from lab_assets.cluster import ClusterError, free_port, port_open, wait_until
 from lab_assets.cluster.instance import instance_config, workspace_config
 from lab_assets.cluster.postgres import Postgres
 from lab_assets.core.processes import alive
-from lab_assets.core.settings import DAGSTER_HOME_VAR, HOME_VAR, STORAGE_URL_VAR, lab_home
+from lab_assets.core.settings import CLUSTER_FOLDER, DAGSTER_HOME_VAR, HOME_VAR, STORAGE_URL_VAR, lab_home
 
 BUCKET = "lab-assets"
 CURRENT_IMAGE = "lab-assets:local"
@@ -344,4 +344,4 @@ def down(folder: Path) -> list[str]:
 
 
 def default_folder() -> Path:
-    return lab_home() / "cluster"
+    return lab_home() / CLUSTER_FOLDER

@@ -3,7 +3,7 @@ the package as `k8s_base/`: links to them in the source tree, copies in a wheel,
 `pip install .` runs `lab cluster up` too) with hosts, ports and the database overridden.
 
 Two differences from Kubernetes: the run launcher is
-`lab_assets.runtime.process_launcher.ProcessRunLauncher` (dagster-k8s's K8sRunLauncher building
+`lab_assets.runtime.local_k8s_launcher.LocalK8sRunLauncher` (dagster-k8s's K8sRunLauncher building
 each run's Job, a local process running its container), and run monitoring fails a run that has
 not started within 3 minutes, not 20 (`LOCAL_RUN_MONITORING`)."""
 
@@ -42,7 +42,7 @@ def instance_config(
     if runs_dir is not None:
         launcher = config["run_launcher"]
         assert (launcher["module"], launcher["class"]) == ("dagster_k8s", "K8sRunLauncher"), launcher
-        launcher["module"], launcher["class"] = "lab_assets.runtime.process_launcher", "ProcessRunLauncher"
+        launcher["module"], launcher["class"] = "lab_assets.runtime.local_k8s_launcher", "LocalK8sRunLauncher"
         secret_names = launcher["config"].get("env_secrets", [])
         launcher["config"]["local"] = {
             "runs_dir": runs_dir,

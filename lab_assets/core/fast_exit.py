@@ -10,7 +10,7 @@ That teardown does nothing a finished command needs, and it costs or hurts:
   exception", exit -6: 5 of 100 runs of a script that reads a Parquet file with pandas and
   exits), and DuckDB (nanobind) prints "leaked instances".
 Memory, files and sockets go back to the operating system with the process either way. The warm
-service's commands end the same way (cli/service_server.py).
+service's commands end the same way (runner/warm_service_process.py).
 """
 
 import atexit

@@ -40,7 +40,7 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class Cache:
+class ResultsCache:
     fs: fsspec.AbstractFileSystem
     root: str
 
@@ -52,20 +52,20 @@ def key(identity: dict[str, Any]) -> str:
     return digest(identity, length=32)
 
 
-def open_cache(url: str | None = None, options: dict | None = None) -> Cache | None:
+def open_cache(url: str | None = None, options: dict | None = None) -> ResultsCache | None:
     """The cache at `url` (default: the configured one; None when off)."""
     if url is None:
         configured = settings.results_cache()
         if configured is None:
             return None
         if configured == settings.DEFAULT:
-            return Cache(storage.filesystem(), storage.url("results_cache"))
+            return ResultsCache(storage.filesystem(), storage.url("results_cache"))
         url, options = configured, settings.results_cache_options()
     fs, path = fsspec.core.url_to_fs(url, **(options or {}))
-    return Cache(fs, path.rstrip("/"))
+    return ResultsCache(fs, path.rstrip("/"))
 
 
-def lookup(identity: dict[str, Any], cache: Cache | None = None) -> Hit | None:
+def lookup(identity: dict[str, Any], cache: ResultsCache | None = None) -> Hit | None:
     """The intact entry of `identity`, or None (none, damaged, or the store cannot be read)."""
     cache = cache or open_cache()
     if cache is None:
@@ -91,7 +91,7 @@ def lookup(identity: dict[str, Any], cache: Cache | None = None) -> Hit | None:
 
 
 def store(
-    identity: dict[str, Any], files: dict[str, bytes], origin: dict[str, Any], cache: Cache | None = None
+    identity: dict[str, Any], files: dict[str, bytes], origin: dict[str, Any], cache: ResultsCache | None = None
 ) -> bool:
     """Keep `files` as the entry of `identity` unless an intact one exists (the first computation
     stays the origin). False when the store could not be written (the cell is fine)."""
@@ -118,7 +118,7 @@ def _write_entry(fs, folder: str, files: dict[str, bytes], entry: dict[str, Any]
     storage.put(fs, f"{folder}/{ENTRY}", storage.json_bytes(entry))  # last: the entry exists once complete
 
 
-def entries(cache: Cache) -> list[str]:
+def entries(cache: ResultsCache) -> list[str]:
     """The keys of the entries in `cache` (folders holding an `entry.json`)."""
     if not cache.fs.exists(cache.root):
         return []
@@ -127,7 +127,7 @@ def entries(cache: Cache) -> list[str]:
     return sorted(p.rstrip("/").rsplit("/", 2)[-2] for p in found)
 
 
-def push(source: Cache, target: Cache) -> dict[str, int]:
+def push(source: ResultsCache, target: ResultsCache) -> dict[str, int]:
     """Copy every intact entry of `source` that `target` lacks (or holds damaged): {copied,
     present, damaged} (a damaged source entry is not copied)."""
     counts = {"copied": 0, "present": 0, "damaged": 0}

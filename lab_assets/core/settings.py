@@ -4,7 +4,7 @@ and a cluster pod differ only in their environment, never in code. Every place d
 of them (LAB_PROJECT_DIR, LAB_HOME); the rest choose storage, executor, device and tracking.
 
 Values are read when asked, never at import: the warm service forks commands that each bring
-their own environment (`cli/service_server.py`)."""
+their own environment (`runner/warm_service_process.py`)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,12 @@ SERVICE_CHILD_VAR = "LAB_SERVICE_CHILD"  # set in a command the service runs: it
 # command's lab home sets these anew.
 PER_LAB_HOME = (STORAGE_URL_VAR, STORAGE_OPTIONS_VAR, EXECUTOR_VAR, DAGSTER_HOME_VAR, HOME_VAR)
 SERVICE_IDLE_DEFAULT_S = 1800.0
+# The lab home's folders, each named once here (their names on disk are read by every release:
+# never renamed). The storage root's own folders (assets/, keys/, reports/) are `core/storage.py`'s.
+CACHE_FOLDER = "cache"  # the plan's kept answers and the saved no-op answers: deleting it costs one full plan
+DAGSTER_FOLDER = "dagster"  # the embedded Dagster instance: DAGSTER_HOME's default
+WANDB_FOLDER = "wandb"  # W&B's local and offline runs
+CLUSTER_FOLDER = "cluster"  # `lab cluster up`'s default folder
 # Read by the tests only, never by the package; named here so that docs/settings.md lists every variable.
 TESTS_ONLY = {
     "LAB_UPDATE_SNAPSHOTS": "1: `test_snapshot.py` rewrites the definitions snapshot instead of comparing",
@@ -90,7 +96,7 @@ class LabHomeError(InputError):
 
 def dagster_home() -> Path:
     """The Dagster instance's folder: DAGSTER_HOME, default <lab home>/dagster."""
-    return _resolve(_get(DAGSTER_HOME_VAR) or lab_home() / "dagster")
+    return _resolve(_get(DAGSTER_HOME_VAR) or lab_home() / DAGSTER_FOLDER)
 
 
 def dagster_home_chosen() -> Path | None:
@@ -144,7 +150,7 @@ def tracking_uploads() -> bool:
 
 def service_choice() -> str:
     """LAB_SERVICE: "1" runs `lab sweep run|plan`, `lab report` and `lab verify` in the warm service, "0" never;
-    unset: when stdin and stderr are terminals, on Linux (`runner/service.enabled`)."""
+    unset: when stdin and stderr are terminals, on Linux (`runner/warm_service.enabled`)."""
     return _get(SERVICE_VAR)
 
 

@@ -2,7 +2,7 @@
 of contents. Not content fingerprints (`core/integrity.py`: size + hash of what was written).
 
 A warm worker is retired when the package's sources change (`runtime/launcher.py`); a cached
-no-op answer is dropped when anything it was derived from changes (`runner/noop_cache.py`).
+no-op answer is dropped when anything it was derived from changes (`runner/noop_answer.py`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab_assets.core.settings import lab_home, tracking_off, tracking_uploads
+from lab_assets.core.settings import WANDB_FOLDER, lab_home, tracking_off, tracking_uploads
 
 PROJECT = "lab_assets"
 SUPERSEDED = "superseded"
@@ -70,7 +70,7 @@ RUN_FOLDER = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-(?P<id>(?:cell|sweep)[0-9
 def local_runs() -> dict[str, list[Path]]:
     """{run id: its folders under the lab home} of runs with a stable id (`run_id`): `offline-run-*`
     folders, and `run-*` ones (the local copies of online runs)."""
-    folder = lab_home() / "wandb" / "wandb"
+    folder = lab_home() / WANDB_FOLDER / "wandb"
     out: dict[str, list[Path]] = {}
     for path in sorted(folder.glob("*run-*-*")) if folder.is_dir() else []:
         match = RUN_FOLDER.fullmatch(path.name)
@@ -126,7 +126,7 @@ SETTINGS = dict(
 
 
 def _init(wandb, chosen: str, kind: str, name: str, group: str, tags: list[str], config: dict[str, Any]):
-    directory = lab_home() / "wandb"
+    directory = lab_home() / WANDB_FOLDER
     directory.mkdir(parents=True, exist_ok=True)
     return wandb.init(
         project=os.environ.get("WANDB_PROJECT", PROJECT),
@@ -180,7 +180,7 @@ def track_cell(
                 run.use_artifact(reference.artifact(upload))
         for reference in logs:
             run.log_artifact(reference.artifact(upload, made_from=uses))
-        with tempfile.NamedTemporaryFile(suffix=".png", dir=lab_home() / "wandb") as png:
+        with tempfile.NamedTemporaryFile(suffix=".png", dir=lab_home() / WANDB_FOLDER) as png:
             logged: dict[str, Any] = dict(values)
             if image is not None:
                 # From a file: wandb copies it as it is (from a PIL image it would encode it again).

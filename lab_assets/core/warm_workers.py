@@ -1,5 +1,6 @@
-"""Warm worker processes: the one mechanism behind `lab sweep run`'s pool (`runner/pool.py`), the
-UI's run launcher (`runtime/launcher.py`) and the warm service (`cli/service_server.py`).
+"""Warm worker processes: the one mechanism behind `lab sweep run`'s workers
+(`runner/preload.warm_workers`), the UI's run launcher (`runtime/launcher.py`) and the warm
+service (`runner/warm_service_process.py`).
 
 - Warm-up: each worker calls `warm` once, before its first run (what a process's first run would
   load on the way: `runner/preload.warm`). Warming is an optimisation: whatever fails there fails

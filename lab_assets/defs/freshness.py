@@ -1,7 +1,7 @@
 """Freshness: which partitions of a sweep are fresh, stale, damaged or missing, and which of a
 cell's assets to recompute, read from Dagster's own records. `plan_sweep` is the one entry point
 for "is this fresh?" (`lab sweep plan|run`, `lab report`, the sensors; the saved no-op answer of
-`runner/noop_cache.py` is a plan's answer kept); the machinery it asks is `runtime/freshness/`.
+`runner/noop_answer.py` is a plan's answer kept); the machinery it asks is `runtime/freshness/`.
 
 The answer comes from Dagster's stale-status resolver (the one behind the UI's "stale" badges),
 plus two checks the resolver cannot make: a spec whose current version differs from the last
@@ -36,7 +36,7 @@ from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.metrics import METRICS
 from lab_assets.dr.staleness import CellVersions, Column, EntryVersions
 from lab_assets.dr.sweep import MetricConfig, Sweep
-from lab_assets.runtime.freshness.kept_answers import CachedStatusReader
+from lab_assets.runtime.freshness.kept_answers import KeptAnswers
 from lab_assets.runtime.freshness.stale_status import FRESH, MISSING, STALE, Status
 
 CELL_ASSETS = (staleness.EMBEDDING, staleness.METRICS)  # what a cell's plan recomputes (`CellPlan.assets`)
@@ -137,7 +137,7 @@ class _Why:
     tree's. Each level of the plan (dataset, embedding, metrics) asks about its own versions
     alone (the others are the tree's), as the rules' order stops at the first that differs."""
 
-    def __init__(self, r: CachedStatusReader, sweep: Sweep, data_versions: dict, method_versions: dict):
+    def __init__(self, r: KeptAnswers, sweep: Sweep, data_versions: dict, method_versions: dict):
         self.r, self.data_versions, self.method_versions = r, data_versions, method_versions
         self.data, self.methods = {d.key: d for d in sweep.data}, {m.key: m for m in sweep.methods}
         self.steps = {m: step_versions.declared(f"lab_assets.defs.assets.{m[:-3]}") for m in staleness.STEP_MODULES}
@@ -213,7 +213,7 @@ class _Why:
         return staleness.reasons(old, new).get(staleness.METRICS, "")
 
 
-def _metrics_status(r: CachedStatusReader, why: _Why, cell: tuple[str, str], suite: list, damage: dict) -> Status:
+def _metrics_status(r: KeptAnswers, why: _Why, cell: tuple[str, str], suite: list, damage: dict) -> Status:
     """A cell's `metrics` once its embedding is fresh: stale when its suite moved on from the
     observed one (seen before `register` observes it) or Dagster says so."""
     key = keys.cell_key(*cell)
@@ -232,7 +232,7 @@ def _metrics_status(r: CachedStatusReader, why: _Why, cell: tuple[str, str], sui
     return _intact(status, damage, ("metrics", key))
 
 
-def _report(r: CachedStatusReader, sweep: Sweep, pending: bool, damage: dict) -> Status:
+def _report(r: KeptAnswers, sweep: Sweep, pending: bool, damage: dict) -> Status:
     """A registered sweep's report: `staleness.report_reason` where versions differ (Dagster's
     resolver asked only when no cell is pending and the sweep is as observed), else the resolver's."""
     observed, version = r.observed("sweep_spec", sweep.name), specs.sweep_version(sweep)
@@ -254,7 +254,7 @@ def plan_sweep(
     `verify`: compare the files' content hashes too, not only their sizes. `cache`: the folder
     of the resolver's kept answers (None: ask it about every cell)."""
     planned_at = time.time()
-    r = CachedStatusReader(instance, asset_graph, cache)
+    r = KeptAnswers(instance, asset_graph, cache)
     damage = {(d.asset, d.partition): d for d in integrity.sweep_damage(instance, sweep, verify, r.files, r.latest)}
     known = set(instance.get_dynamic_partitions("cell"))
 

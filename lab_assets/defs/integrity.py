@@ -131,7 +131,7 @@ def sweep_partitions(sweep: Sweep) -> dict[str, list[str | None]]:
 def artifact_paths(sweep: Sweep) -> list[str]:
     """The files the sweep's partitions write (a dataset's one file per data key, a cell's per
     asset, the metric table): what a saved no-op answer must find unchanged to stand for a plan,
-    which would call a missing or resized one damaged (`runner/noop_cache.py`)."""
+    which would call a missing or resized one damaged (`runner/noop_answer.py`)."""
     parts = sweep_partitions(sweep)
     data = sorted({keys.parse_cell_key(c)[0] for c in parts["embedding"]})
     paths = [storage.asset_path(a, k) for a in DATA_ASSETS for k in data]

@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 
 from lab_assets.core import cron
-from lab_assets.core.settings import lab_home, project_dir, resolve_path
+from lab_assets.core.settings import CACHE_FOLDER, lab_home, project_dir, resolve_path
 from lab_assets.defs.freshness import plan_sweep
 from lab_assets.defs.register import register, unregister
 from lab_assets.defs.work import SWEEP_TAG, requests, sweep_work
@@ -90,7 +90,7 @@ def _backfill(context: dg.SensorEvaluationContext, sweep: Sweep, why: str) -> li
         context.log.info(f"{sweep.name}: previous backfill still running; {why} skipped")
         return []
     graph = context.repository_def.asset_graph
-    plan = plan_sweep(sweep, context.instance, graph, cache=lab_home() / "cache")
+    plan = plan_sweep(sweep, context.instance, graph, cache=lab_home() / CACHE_FOLDER)
     backfill = requests(sweep_work(plan), graph)
     if not backfill:
         context.log.info(f"{sweep.name}: everything fresh")

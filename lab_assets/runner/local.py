@@ -3,8 +3,8 @@ so it shows up in the UI exactly as if launched there (run, logs, materializatio
 
 Runs are spread over a pool of worker processes, one per core, each single-threaded: sweeps are
 many independent cells, so process-level parallelism keeps every core busy without BLAS
-oversubscription. The pool (runner/pool.py) lives as long as the target or the command that
-started it, and each worker is warmed once (imports, numba's cache, W&B's service), not per run.
+oversubscription. The warm workers (`preload.warm_workers`) live as long as the target or the
+command that started them, and each worker is warmed once (imports, numba's cache, W&B's service), not per run.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from dataclasses import replace
 
 from dagster import AssetKey, DagsterRunStatus
 
-from lab_assets.core.warm_workers import interrupted
+from lab_assets.core.warm_workers import WarmWorkers, interrupted
 from lab_assets.defs import inflight
 from lab_assets.defs.failures import root_cause
 from lab_assets.defs.jobs import job_name
 from lab_assets.defs.work import Run, remaining
-from lab_assets.runner.pool import WorkerPool
-from lab_assets.runner.preload import definitions
+from lab_assets.runner.preload import definitions, warm_workers
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
 from lab_assets.runtime.orphans import owner
@@ -113,15 +112,15 @@ def _execute(run: Run, tags: dict[str, str]) -> Outcome:
     )
 
 
-class LocalWorkers:
-    """A `Target`: the `pool` given (its owner closes it), else a `WorkerPool` of `workers`
+class LocalTarget:
+    """A `Target`: the warm `pool` given (its owner closes it), else `preload.warm_workers(workers)`:
     processes started here and closed on exit, or this process when `workers` <= 1."""
 
-    def __init__(self, workers: int, pool: WorkerPool | None = None):
+    def __init__(self, workers: int, pool: WarmWorkers | None = None):
         self._own = pool is None and workers > 1
-        self.pool = WorkerPool(workers) if self._own else pool
+        self.pool = warm_workers(workers) if self._own else pool
 
-    def __enter__(self) -> LocalWorkers:
+    def __enter__(self) -> LocalTarget:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,12 +1,15 @@
 """What a process loads before it executes runs: the definitions, and what a process's first
 cell run would otherwise load on the way (`load`), once per warm worker (`warm`: sweep workers,
-the UI launcher's workers named in dagster.yaml) or once per warm service (cli/service_server.py).
-Nothing heavy is imported at module level: `pool` imports this before a worker has loaded anything.
+the UI launcher's workers named in dagster.yaml) or once per warm service (runner/warm_service_process.py).
+Nothing heavy is imported at module level: `lab sweep run` starts its workers (`warm_workers`)
+before it has loaded anything.
 """
 
 from __future__ import annotations
 
 from functools import cache
+
+from lab_assets.core.warm_workers import WarmWorkers
 
 
 @cache
@@ -41,3 +44,13 @@ def warm() -> None:
 
     load()
     tracking.warm()
+
+
+def warm_workers(workers: int, fork: bool = False) -> WarmWorkers:
+    """A sweep's `workers` single-threaded processes, each started now and warmed by `warm`
+    (~3 s of CPU each on the reference machine): `lab sweep run` starts them first, so that this
+    overlaps its own imports, registration and plan (BENCHMARKS.md, "Fixed costs"). Spawned, or,
+    with `fork`, forked from this process, which must then hold no thread, connection or instance
+    yet (a command run by the warm service: the workers start loaded). A sweep's workers load its
+    code once: no retirement during a command."""
+    return WarmWorkers(workers, warm=warm, fork=fork)

@@ -1,8 +1,8 @@
-"""The one runner: `run(work, target)` executes a `Work` (defs/work.py: ordered phases of runs)
+"""The one runner: `run_work(work, target)` executes a `Work` (defs/work.py: ordered phases of runs)
 on a `Target` and accounts for every partition in one way (`Outcome`).
 
-Targets: `local.LocalWorkers` (worker processes on this machine, or this process) and
-`webserver.Webserver` (a webserver's queue and run launcher: on a cluster whose instance uses
+Targets: `local.LocalTarget` (worker processes on this machine, or this process) and
+`webserver.WebserverTarget` (a webserver's queue and run launcher: on a cluster whose instance uses
 K8sRunLauncher, one Kubernetes Job per run). The daemon is the fourth place work runs; sensors
 hand it the same `Work` through `defs.work.requests`, since defs may not import the runner.
 """
@@ -127,7 +127,7 @@ def split(outcome: Outcome) -> list[Outcome]:
     return [data, cell]
 
 
-def run(work: Work, target: Target, progress: Progress = no_progress) -> Result:
+def run_work(work: Work, target: Target, progress: Progress = no_progress) -> Result:
     """Execute the work's phases in order on `target`. A run whose `needs` failed is skipped (a
     cell whose dataset failed); partitions the plan found fresh are reported as such.
     `progress(label, total)` returns a callback called once per finished or skipped run of a phase."""

@@ -11,8 +11,8 @@ import dagster as dg
 
 from lab_assets.defs.study_loop import PID_TAG, Progress, advance
 from lab_assets.defs.work import Work
-from lab_assets.runner.local import LocalWorkers
-from lab_assets.runner.run import run
+from lab_assets.runner.local import LocalTarget
+from lab_assets.runner.run import run_work
 from lab_assets.runtime.orphans import owner
 from lab_assets.training.study import Study
 
@@ -24,7 +24,7 @@ def run_study(
 ) -> Progress:
     """Advance until finished, executing each launch here as a Dagster run (visible in the UI like
     any other); waits while another process's run is in progress."""
-    with LocalWorkers(1) as here:
+    with LocalTarget(1) as here:
         while True:
             p = advance(instance, study)
             on_progress(p)
@@ -33,5 +33,5 @@ def run_study(
             if p.launch is None:
                 time.sleep(POLL_SECONDS)
                 continue
-            if run(Work.single(p.launch, {PID_TAG: owner()}), here).interrupted:
+            if run_work(Work.single(p.launch, {PID_TAG: owner()}), here).interrupted:
                 raise KeyboardInterrupt  # Ctrl-C: Dagster failed the trial's run; stop, don't relaunch

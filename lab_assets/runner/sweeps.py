@@ -7,25 +7,24 @@ import time
 from collections.abc import Callable
 
 from lab_assets.core import layout, storage
-from lab_assets.core.settings import lab_home
-from lab_assets.core.warm_workers import default_workers
+from lab_assets.core.settings import CACHE_FOLDER, lab_home
+from lab_assets.core.warm_workers import WarmWorkers, default_workers
 from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.freshness import SweepPlan, plan_sweep
 from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
 from lab_assets.dr.sweep import Sweep
-from lab_assets.runner.local import LocalWorkers
-from lab_assets.runner.pool import WorkerPool
+from lab_assets.runner.local import LocalTarget
 from lab_assets.runner.preload import definitions
-from lab_assets.runner.run import Progress, Result, no_progress, run
-from lab_assets.runner.webserver import Webserver
+from lab_assets.runner.run import Progress, Result, no_progress, run_work
+from lab_assets.runner.webserver import WebserverTarget
 from lab_assets.runtime.instance import get_instance
 
 
 def plan(sweep: Sweep, verify: bool = False) -> SweepPlan:
     """What is fresh, stale, damaged or missing now (read-only); `verify`: files' hashes too."""
-    return plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / "cache")
+    return plan_sweep(sweep, get_instance(), definitions().resolve_asset_graph(), verify, lab_home() / CACHE_FOLDER)
 
 
 def report_folder(name: str) -> str:
@@ -52,19 +51,19 @@ def upgrade_lab_home() -> None:
         print(f"lab: this lab home was written by an earlier release; {note}", file=sys.stderr, flush=True)
 
 
-def run_sweep(
+def materialize_sweep(
     sweep: Sweep,
     workers: int | None = None,
     progress: Progress | None = None,
     submit: str | None = None,
     verify: bool = False,
     registered: Callable[[], None] | None = None,
-    pool: WorkerPool | None = None,
+    pool: WarmWorkers | None = None,
 ) -> Result:
     """Materialize the sweep's missing, stale or damaged partitions: on `workers` local processes
     (default one per core), or through the webserver at `submit`. `verify`: find damaged files by
     their content hashes, not only their sizes. `registered` is called once the sweep is
-    registered, before it is planned (`noop_cache.NoopCache.mark`). `pool`: workers started
+    registered, before it is planned (`noop_answer.NoopAnswer.mark`). `pool`: workers started
     earlier (`lab sweep run` starts them first), used instead of `workers`; its owner closes it."""
     start = time.perf_counter()
     upgrade_lab_home()
@@ -75,11 +74,11 @@ def run_sweep(
     # Planned again after the datasets ran: one plan is a stale-status query per cell (~15 ms).
     work = sweep_work(before, recheck=lambda: plan(sweep, verify))
     if submit:
-        target = Webserver(submit)
+        target = WebserverTarget(submit)
     else:
-        target = LocalWorkers(min(workers or default_workers(), len(before.pending_cells())), pool)
+        target = LocalTarget(min(workers or default_workers(), len(before.pending_cells())), pool)
     with target:
-        result = run(work, target, progress or no_progress)
+        result = run_work(work, target, progress or no_progress)
     result.before, result.seconds = before, time.perf_counter() - start
     return result
 
@@ -88,5 +87,5 @@ def materialize_report(sweep: Sweep) -> Result:
     """`lab report`: the metric table and the sweep's report, here, whatever their status."""
     upgrade_lab_home()
     register_and_plan(sweep)
-    with LocalWorkers(1) as here:
-        return run(report_work(sweep), here)
+    with LocalTarget(1) as here:
+        return run_work(report_work(sweep), here)

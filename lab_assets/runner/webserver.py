@@ -38,7 +38,7 @@ class SubmitError(RuntimeError):
     """The webserver refused a launch or could not be reached."""
 
 
-class Webserver:
+class WebserverTarget:
     """A `Target`: the webserver at `url` (http[s]://host[:port][/prefix])."""
 
     def __init__(self, url: str):
@@ -56,7 +56,7 @@ class Webserver:
             timeout=60,
         )
 
-    def __enter__(self) -> Webserver:
+    def __enter__(self) -> WebserverTarget:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from lab_assets.core.settings import DAGSTER_HOME_VAR, dagster_home_chosen, lab_home, project_dir
+from lab_assets.core.settings import DAGSTER_FOLDER, DAGSTER_HOME_VAR, dagster_home_chosen, lab_home, project_dir
 
 # Added here, with the instance folder's absolute path, not in the project's dagster.yaml:
 # Dagster's YAML cannot say "this instance's folder", and the plain `dagster` CLI, run without
@@ -76,7 +76,7 @@ def prepare_dagster_home() -> Path:
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
         return home
-    home = lab_home() / "dagster"
+    home = lab_home() / DAGSTER_FOLDER
     home.mkdir(parents=True, exist_ok=True)
     source = project_dir() / "dagster.yaml"
     target = home / "dagster.yaml"

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lab_assets.core import keys, lineage, storage
-from lab_assets.defs import checks, inflight, integrity, step_versions
+from lab_assets.defs import asset_checks, inflight, integrity, step_versions
 from lab_assets.defs.assets.specs import data_spec, data_version
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
@@ -231,7 +231,7 @@ def raw_dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},
-    check_specs=checks.specs("dataset", checks.DATASET_CHECKS),
+    check_specs=asset_checks.specs("dataset", asset_checks.DATASET_CHECKS),
 )
 def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """The intermediate: raw rows plus the seeded train/test split, schema in the metadata."""
@@ -263,7 +263,7 @@ def dataset(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         key,
         prov,
         t,
-        checks=checks.check_dataset(df, raw_rows),
+        checks=asset_checks.check_dataset(df, raw_rows),
         reused=reused,
         schema=dg.TableSchema(columns=[dg.TableColumn(c, column_type(df, c)) for c in df.columns]),
         n_features=n_features(df),

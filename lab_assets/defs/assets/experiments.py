@@ -12,7 +12,7 @@ import pandas as pd
 
 from lab_assets.core import keys, lineage, results_cache, storage
 from lab_assets.core.checkpoints import Checkpoint
-from lab_assets.defs import cached, checks, inflight, integrity, latent_table, step_versions
+from lab_assets.defs import asset_checks, cached, inflight, integrity, latent_table, step_versions
 from lab_assets.defs.assets.datasets import GENERATE_STREAM, content_version, dataset, features, generated_by, rng
 from lab_assets.defs.assets.specs import data_version, method_spec, method_version
 from lab_assets.defs.code_links import source_links
@@ -73,7 +73,7 @@ CELL_INPUTS = [dataset, method_spec]
         ),
     ],
     partitions_def=CELL,
-    check_specs=checks.specs("embedding", checks.EMBEDDING_CHECKS),
+    check_specs=asset_checks.specs("embedding", asset_checks.EMBEDDING_CHECKS),
     # Subsettable, so a cell of a method without a model is requested as `embedding` alone: an
     # asset backfill counts a requested partition that was skipped as failed (Dagster 1.13.22+).
     can_subset=True,
@@ -181,7 +181,7 @@ def _embedding_result(context, df, Z, prov, t, path, data, method, rows, notes, 
             **source_links(method=method.entry, dataset=DATASETS[data.dataset]),
         },
         data_version=content_version(df),
-        check_results=checks.check_embedding(Z, rows, method.params.get("n_components")),
+        check_results=asset_checks.check_embedding(Z, rows, method.params.get("n_components")),
     )
 
 

@@ -14,7 +14,16 @@ import pandas as pd
 
 from lab_assets.core import lineage, results_cache, storage
 from lab_assets.core.registry import digest
-from lab_assets.defs import cached, checks, inflight, integrity, latent_table, metric_history, step_versions, tracked
+from lab_assets.defs import (
+    asset_checks,
+    cached,
+    inflight,
+    integrity,
+    latent_table,
+    metric_history,
+    step_versions,
+    tracked,
+)
 from lab_assets.defs.assets.datasets import (
     GENERATE_STREAM,
     content_version,
@@ -99,7 +108,7 @@ def compute_columns(
     group_name=GROUP,
     code_version=CODE_VERSION,
     kinds={"parquet"},
-    check_specs=checks.specs("metrics", checks.METRIC_CHECKS),
+    check_specs=asset_checks.specs("metrics", asset_checks.METRIC_CHECKS),
 )
 def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """One row per cell: every metric the cell's sweeps ask for, at every k. Columns whose code
@@ -215,5 +224,5 @@ def _result(df, prov, t, path, suite, cell_sweeps, data, method, carried, wandb,
             **cached.metadata(hit),
         ),
         data_version=content_version(df.drop(columns=["git_sha", "git_dirty"])),
-        check_results=checks.check_metrics(suite, values, not_applicable),
+        check_results=asset_checks.check_metrics(suite, values, not_applicable),
     )

@@ -1,6 +1,6 @@
 """How Dagster's records answer "is this partition fresh?", for `defs/freshness.py` (the one
 entry point: `plan_sweep`, used by `lab sweep plan|run`, `lab report`, the sensors and the saved
-no-op answer of `runner/noop_cache.py`).
+no-op answer of `runner/noop_answer.py`).
 
 - `stale_status`: Dagster's stale-status resolver (private API), one consistent look at the instance.
 - `kept_answers`: its answers per cell partition, kept between plans while the partition's

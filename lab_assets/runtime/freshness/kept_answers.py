@@ -54,7 +54,7 @@ def _deletion_mark(instance: dg.DagsterInstance) -> list | None:
     return [] if isinstance(instance.event_log_storage, PostgresEventLogStorage) else None
 
 
-class CachedStatusReader:
+class KeptAnswers:
     """`StaleStatusReader` with the answers for partitions of `dimension` kept in a file in
     `folder` (None: nothing kept). `save()` writes what this look computed."""
 

@@ -1,8 +1,10 @@
-"""The warm service's process (runner/service.py says what it is for and how a command reaches it):
-load everything once (`_load`, `_rehearse`), listen on the key's Unix socket, fork one child per
-command, reap it and send its exit code back; end when idle, stopped, or the code changes.
+"""The warm service's process (runner/warm_service.py says what it is for and how a command reaches
+it): load everything once (`_load`, `_rehearse`), listen on the key's Unix socket, fork one child
+per command, which makes the call the client handed over (`warm_service.call`: the same function
+with the same parsed arguments), reap it and send its exit code back; end when idle, stopped, or
+the code changes. Not a command (it runs the CLI's own function by name), so not in `cli/`.
 
-    python -m lab_assets.cli.service_server KEY    (started by `lab`, detached, in its own session)
+    python -m lab_assets.runner.warm_service_process KEY    (started by `lab`, detached, in its own session)
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 
 from lab_assets.core.settings import PER_LAB_HOME, PROJECT_DIR_VAR, service_idle_seconds
 from lab_assets.core.warm_workers import CodeWatch, freeze_loaded, prepare_to_fork, running_threads
-from lab_assets.runner.service import CHILD, MESSAGE, folder, key
+from lab_assets.runner.commands import ENTRY, PARSER
+from lab_assets.runner.warm_service import CHILD, MESSAGE, call, folder, function, key
 
 
 def _load() -> None:
@@ -33,7 +36,6 @@ def _load() -> None:
     prepare_to_fork()  # before NumPy and numba load
     import matplotlib.backends.backend_agg  # noqa: F401 - what the report's figures are drawn with
 
-    import lab_assets.cli.main  # noqa: F401
     import lab_assets.dr.figures  # noqa: F401
     import lab_assets.runner.local  # noqa: F401
     import lab_assets.runner.sweeps  # noqa: F401
@@ -41,6 +43,8 @@ def _load() -> None:
     from lab_assets.runner import preload
 
     preload.load()
+    # The CLI's modules (every command's, and their printing), by name: the runner may not import them.
+    function(ENTRY)
     _rehearse()
     freeze_loaded()
 
@@ -63,7 +67,6 @@ def _rehearse() -> None:
     in every command and worker (profiled: ~0.35 s of instance imports in a command, ~0.4 s
     extra in each worker's first run). Its instance is disposed and its caches cleared: a
     command builds its own from its own folder and environment."""
-    from lab_assets.cli.main import main
     from lab_assets.core import storage
     from lab_assets.runtime.instance import get_instance
 
@@ -75,7 +78,8 @@ def _rehearse() -> None:
         Path(tmp, "rehearsal.yaml").write_text(REHEARSAL)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                main(["sweep", "run", f"{tmp}/rehearsal.yaml", "--workers", "1", "--quiet"])
+                argv = ["sweep", "run", f"{tmp}/rehearsal.yaml", "--workers", "1", "--quiet"]
+                function(ENTRY)(function(PARSER)().parse_args(argv))  # as a command: its printing too
         except Exception as e:  # noqa: BLE001 - an optimisation: the command that needs it fails and says why
             print(f"lab service: the rehearsal failed ({e!r}); commands load what it would have", flush=True)
         finally:
@@ -124,7 +128,7 @@ def code_watch(k: str, env: dict[str, str]) -> CodeWatch:
     estimator module: part of a code version, not of the key, which the client computes without
     loading the registry)."""
     from lab_assets.core.source_stamps import files
-    from lab_assets.runner.noop_cache import sources_outside_the_package
+    from lab_assets.runner.noop_answer import sources_outside_the_package
 
     outside = sorted(sources_outside_the_package())
     return CodeWatch(lambda: (key(env), files(outside)), seen=(k, files(outside)))  # k: the key before loading
@@ -220,7 +224,9 @@ def _fork(conn: socket.socket, *inherited) -> int | None:
         os.close(fd)
     with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # as the child does first thing: a signal relayed at once reaches its group
-    print(f"{time.strftime('%H:%M:%S')} pid {pid}: lab {' '.join(request['argv'])} (in {request['cwd']})", flush=True)
+    args = dict(request["args"])
+    fn = args.pop("fn", {}).get("function", request["call"])
+    print(f"{time.strftime('%H:%M:%S')} pid {pid}: {fn} {json.dumps(args)} (in {request['cwd']})", flush=True)
     try:
         conn.send(json.dumps({"pid": pid}).encode())
     except OSError:
@@ -280,10 +286,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict, inherited: tuple)
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ[CHILD] = "1"
-        sys.argv = ["lab", *request["argv"]]
-        from lab_assets.cli.main import main
-
-        code = main(request["argv"])
+        code = call(request)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - reported on the client's terminal, as `lab` would

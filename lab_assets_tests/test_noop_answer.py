@@ -1,4 +1,4 @@
-"""A no-op `lab sweep run` answered from the saved answer (lab_assets/runner/noop_cache.py) must
+"""A no-op `lab sweep run` answered from the saved answer (lab_assets/runner/noop_answer.py) must
 never call a cell fresh that a full run would recompute: after each change (a method's source, a
 metric added to the sweep, a materialization record deleted) the next run recomputes exactly the
 affected cells, with an answer saved (by the run before) just before the change. `lab` runs from

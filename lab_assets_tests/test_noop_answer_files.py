@@ -1,5 +1,5 @@
 """The saved no-op answer's file guard (`cli/main.py` passes the sweep's artifact paths to
-`runner/noop_cache.py`): an artifact deleted or truncated right after a no-op is never answered
+`runner/noop_answer.py`): an artifact deleted or truncated right after a no-op is never answered
 from the saved answer; the next run recomputes exactly the cell whose file it was."""
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 from lab_assets.core import keys, storage
 from lab_assets.dr.sweep import load_sweep
 from lab_assets_tests.conftest import lab_cli
-from lab_assets_tests.test_noop_cache import saved_answer_marked
+from lab_assets_tests.test_noop_answer import saved_answer_marked
 
 SWEEP = """
 name: two

@@ -204,7 +204,7 @@ class LocalJobs:
         return f"No process was started for Job {job_name} under {self.runs_dir}"
 
 
-class ProcessRunLauncher(K8sRunLauncher):
+class LocalK8sRunLauncher(K8sRunLauncher):
     """`K8sRunLauncher` (same config) + `local:` {runs_dir, secrets}."""
 
     def __init__(self, local: dict, inst_data: ConfigurableClassData | None = None, **k8s_config):

@@ -5,10 +5,12 @@ Without it, every `lab sweep run` that has work to do pays ~2 s to import and pl
 its workers ~3 s of CPU to warm up: on two cores the first cell of an edited sweep starts ~4 s in
 (BENCHMARKS.md, "Fixed costs"). The service is one process that has paid this; a command that
 has work to do (`lab sweep run` past its no-op answer; `lab sweep plan`, `lab report`, `lab
-verify`) hands its arguments, folder, environment and terminal (file descriptors 0-2, over a
-Unix socket) to it; the service forks a child that runs the command exactly as `lab` would, in its
-own process group, and the child's worker pool forks from it too (runner/pool.py), warm. The
-client forwards Ctrl-C, Ctrl-Z and other signals to that group and exits with the child's exit code.
+verify`) hands its parsed arguments, folder, environment and terminal (file descriptors 0-2, over
+a Unix socket) to it; the service forks a child that calls the same function the client would have
+called next (`cli/main.execute`, named in the request: the runner may not import the CLI), with
+those arguments, not the command line again, in its own process group, and the child's warm
+workers fork from it too (runner/preload.py), warm. The client forwards Ctrl-C, Ctrl-Z and other
+signals to that group and exits with the child's exit code.
 
 What a forked command could inherit wrongly is excluded by construction:
 - A service serves one environment and one code: its key is a digest of the environment (less
@@ -27,13 +29,15 @@ user, mode 0700, under $XDG_RUNTIME_DIR or the temp folder.
 
 This module is the client and what client and service share; it imports only the standard
 library and `core/settings`: the client runs before Dagster is imported, and a command that the service cannot take
-runs in the client as before. The service's process is `cli/service_server.py`.
+runs in the client as before. The service's process is `runner/warm_service_process.py`.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
+import importlib
 import json
 import os
 import signal
@@ -76,7 +80,7 @@ VOLATILE = frozenset(
 )
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 START_TIMEOUT_S = 60.0
-MESSAGE = 1 << 20  # bytes: a request (argv, folder, environment) fits in one message
+MESSAGE = 1 << 20  # bytes: a request (call, arguments, folder, environment) fits in one message
 
 
 def enabled() -> bool:
@@ -121,9 +125,34 @@ def folder() -> Path:
 # ---------------------------------------------------------------- client
 
 
-def forward(argv: list[str]) -> int | None:
-    """Run `lab argv` in the warm service (started if needed) and return its exit code; None if
-    the service cannot be used (the caller runs the command itself)."""
+def function(path: str):
+    """The function at `module:name`."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _path(fn) -> str:
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def encode(entry: str, args: argparse.Namespace) -> dict:
+    """A call of the function at `entry` (`module:name`) with `args`, as JSON: each function among
+    the arguments (the command's `fn`) by its import path."""
+    plain = {k: {"function": _path(v)} if callable(v) else v for k, v in vars(args).items()}
+    return {"call": entry, "args": plain}
+
+
+def call(request: dict) -> int:
+    """The call `encode` described, made in this process: its exit code."""
+    args = {
+        k: function(v["function"]) if isinstance(v, dict) and "function" in v else v for k, v in request["args"].items()
+    }
+    return function(request["call"])(argparse.Namespace(**args))
+
+
+def forward(entry: str, args: argparse.Namespace) -> int | None:
+    """Call the function at `entry` with `args` in the warm service (started if needed) and return its exit code; None
+    if the service cannot be used (the caller goes on itself)."""
     try:
         here = folder()
         k = key()
@@ -134,7 +163,7 @@ def forward(argv: list[str]) -> int | None:
     if sock is None:
         return None
     with sock:
-        return _exchange(sock, argv)
+        return _exchange(sock, encode(entry, args))
 
 
 def start() -> bool:
@@ -161,7 +190,7 @@ def _start(here: Path, k: str) -> socket.socket | None:
     log = here / f"{k}.log"
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lab_assets.cli.service_server", k],
+            [sys.executable, "-m", "lab_assets.runner.warm_service_process", k],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -186,8 +215,8 @@ def _start(here: Path, k: str) -> socket.socket | None:
     return None
 
 
-def _exchange(sock: socket.socket, argv: list[str]) -> int | None:
-    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+def _exchange(sock: socket.socket, call: dict) -> int | None:
+    request = json.dumps({**call, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     pending: list[int] = []
     child: list[int] = []
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from lab_assets.core import source_stamps
 from lab_assets.core.settings import (
+    CACHE_FOLDER,
     PYPROJECT,
     dagster_home,
     env_plugins,
@@ -59,13 +60,15 @@ def _storage_root() -> Path | None:
     return Path(url).resolve() if url else lab_home()
 
 
-class NoopCache:
+class NoopAnswer:
     """The saved no-op answer of one sweep file, parsed from `text`."""
 
     def __init__(self, sweep_file: str | os.PathLike[str], text: bytes, width: int):
         self.sweep_file = Path(sweep_file).resolve()
         self._sweep = (str(self.sweep_file), hashlib.sha256(text).hexdigest(), width)
-        self.path = lab_home() / "cache" / f"noop-{hashlib.sha256(str(self.sweep_file).encode()).hexdigest()[:16]}.json"
+        self.path = (
+            lab_home() / CACHE_FOLDER / f"noop-{hashlib.sha256(str(self.sweep_file).encode()).hexdigest()[:16]}.json"
+        )
         self._marked: str | None = None
 
     def state(self) -> str | None:
