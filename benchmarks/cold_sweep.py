@@ -150,6 +150,7 @@ def run_events(home: Path, since: float = 0.0) -> list[dict]:
             runs.append(
                 {
                     "job": r.dagster_run.job_name,
+                    "partition": r.dagster_run.tags.get("dagster/partition", ""),
                     "start": r.start_time,
                     "end": r.end_time,
                     "first_event": logs[0].timestamp,
@@ -188,8 +189,9 @@ def per_cell(cells: list[dict]) -> dict:
             out[f"step {step}"] += end - start
             inside += end - start
         out["Dagster outside steps"] += r["end"] - r["start"] - inside
+        method = r["partition"].rpartition("|")[2].split("-")[0]
         for asset, s in r["compute"].items():
-            out[f"compute {asset}"] += s
+            out[f"compute {asset} ({method})" if asset == "embedding" else f"compute {asset}"] += s
     return dict(out)
 
 
@@ -224,9 +226,14 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
         warm = next((x for x in ss if x["name"] == "worker warm-up"), None)
         mine = [x for x in ss if x["kind"] == "phase" and x["name"] == "run"]
         run_spans += mine
+        warming: dict[str, float] = defaultdict(float)
+        for x in ss:
+            if warm is not None and warm["start"] <= x["start"] <= warm["end"] and "end" in x:
+                warming[x["name"]] += x["own"]
         workers[pid] = {
             "boot_s": None if boot is None else boot - launched,
             "warm_up_s": None if warm is None else [warm["start"] - launched, warm["end"] - launched],
+            "warm_up_parts_s": dict(warming),
             "runs": len(mine),
             "first_run_s": min((x["start"] - launched for x in mine), default=None),
             "busy_s": sum(x["end"] - x["start"] for x in mine),
@@ -339,6 +346,8 @@ def markdown(r: dict) -> str:
             f"values equal (max difference: joblib {sw['joblib_max_value_difference']:.1g}, "
             f"serial {sw['serial_max_value_difference']:.1g})",
             "",
+            compute_table(sw),
+            "",
             phase_table([*sw["lab"], sw["probed"]], "12-cell sweep"),
             "",
             probe_tables(sw["probed"], 12),
@@ -383,6 +392,34 @@ def markdown(r: dict) -> str:
     return "\n\n".join(parts)
 
 
+def compute_table(sw: dict) -> str:
+    """Where the compute went, summed over the 12 cells (medians of the runs): the loops' own
+    split against what the platform's steps report."""
+    loops = {kind: [r["split"] for r in sw[kind]] for kind in ("serial", "joblib")}
+    lab = [r["per_cell"] for r in sw["lab"]]
+    rows = [
+        ["first task / first cell starts, s from launch"]
+        + [", ".join(s(x) for x in sw[kind][0]["first_task_s"]) + " (run 1)" for kind in loops]
+        + [s(med(r["before_first_cell_s"] for r in sw["lab"]))]
+    ]
+    for m in METHODS:
+        rows.append(
+            [f"fit {m}", *(s(med(x[f"fit {m}"] for x in v)) for v in loops.values())]
+            + [s(med(x.get(f"compute embedding ({m})", 0.0) for x in lab))]
+        )
+    rows.append(
+        ["metric (loops: sklearn; platform: its metrics step's compute)"]
+        + [s(med(x["metric"] for x in v)) for v in loops.values()]
+        + [s(med(x.get("compute metrics", 0.0) for x in lab))]
+    )
+    rows.append(
+        ["data (loops: with a process's first imports)"]
+        + [s(med(x["data"] for x in v)) for v in loops.values()]
+        + [s(med(x.get("compute raw_dataset", 0.0) + x.get("compute dataset", 0.0) for x in lab))]
+    )
+    return table(rows, ["summed over the cells, s (medians)", "serial", "joblib", "platform"])
+
+
 def phase_table(runs: list[dict], what: str) -> str:
     keys = ["before_first_cell_s", "cells_s", "after_last_cell_s", "wall_s"]
     rows = [[k.removesuffix("_s").replace("_", " "), *(s(x[k]) for x in runs)] for k in keys]
@@ -403,13 +440,15 @@ def probe_tables(p: dict, cells: int) -> str:
             pid,
             s(w["boot_s"] or 0),
             " - ".join(s(x) for x in w["warm_up_s"] or []),
+            ", ".join(f"{k} {v:.2f}" for k, v in sorted(w["warm_up_parts_s"].items(), key=lambda kv: -kv[1])),
             s(w["first_run_s"] or 0),
             w["runs"],
             s(w["busy_s"]),
         ]
         for pid, w in p["workers"].items()
     ]
-    out.append(table(wrows, ["worker", "boot at s", "warm-up s (from launch)", "first run at s", "runs", "busy s"]))
+    header = ["worker", "boot at s", "warm-up (s from launch)", "warm-up parts, s", "first run at s", "runs", "busy s"]
+    out.append(table(wrows, header))
     prow = [[name, s(v), f"{1000 * v / cells:.0f}"] for name, v in sorted(p["parts_s"].items(), key=lambda kv: -kv[1])]
     prow.append(["(Dagster runs, summed)", s(p["dagster_runs_s"]), f"{1000 * p['dagster_runs_s'] / cells:.0f}"])
     out.append(table(prow, ["inside the workers' runs: ours (exclusive)", "s, summed", "ms per cell"]))
@@ -421,7 +460,11 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--parts", default="sweep,commands,floor")
     p.add_argument("--json", type=Path, help="write every number here")
+    p.add_argument("--render", type=Path, help="only print the tables of a run's --json file")
     args = p.parse_args()
+    if args.render:
+        print(markdown(json.loads(args.render.read_text())))
+        return
     r: dict = {"load_before": os.getloadavg(), "cores": len(os.sched_getaffinity(0))}
     for part in args.parts.split(","):
         at = load()

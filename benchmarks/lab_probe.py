@@ -60,6 +60,7 @@ PARTS = {
     "lab_assets.runtime.data_versions": {"last_data_version": "spec version read"},
     "lab_assets.dr.keystore": {"data_config": "key records", "method_config": "key records"},
     "lab_assets.defs.assets.metrics": {"compute_columns": "metric compute"},
+    "lab_assets.dr.metrics.neighbors": {"Neighborhoods.__init__": "kNN search"},
 }
 
 _stack: list[list[float]] = []  # per open span: [start, seconds of named spans inside it]
