@@ -64,7 +64,15 @@ methods:
 metrics:
   trustworthiness: {k: [10]}
 """
-ADDED = "  continuity: {k: [10]}\n"
+# Each adds one column to compute in the 8 cells: as `lab` runs it, then the two ideas to test
+# that need no code change: no worker processes (`--workers 1`: this process runs the cells) and
+# no W&B run per cell (`LAB_WANDB=off`).
+ADDITIONS = {
+    "add a metric": ("continuity", [], {}),
+    "add a metric, --workers 1": ("knn_preservation", ["--workers", "1"], {}),
+    "add a metric, LAB_WANDB=off": ("lid", [], {"LAB_WANDB": "off"}),
+}
+WANDB_OFF = {"LAB_WANDB": "off"}
 PROBE = ROOT / "benchmarks" / "lab_probe.py"
 CELL_JOBS = ("materialize_cells", "materialize_cells_with_data")
 
@@ -82,12 +90,28 @@ def lab_env(env: dict) -> dict:
 
 def loop(mode: str) -> dict:
     cells = [[d, p, s, m, {}, K] for d, p in DATA.items() for s in SEEDS for m in METHODS]
-    at = load()
+    at, launched = load(), time.time()
     with tempfile.TemporaryDirectory() as cwd:
         m = measure.run(
             [PY, str(ROOT / "benchmarks" / "joblib_loop.py"), mode, json.dumps(cells)], os.environ, Path(cwd)
         )
-    return {"wall_s": m.seconds, "load": at, "peak_gib": m.peak_rss_gib, "values": json.loads(m.stdout)}
+    out = json.loads(m.stdout)
+    split: dict[str, float] = defaultdict(float)
+    for name, x in out["seconds"].items():
+        split[f"fit {name.rsplit('|', 1)[1]}"] += x["fit"]
+        for what in ("data", "import method", "metric"):
+            split[what] += x[what]
+    first: dict[int, float] = {}
+    for x in out["seconds"].values():
+        first[x["pid"]] = min(first.get(x["pid"], x["start"]), x["start"])
+    return {
+        "wall_s": m.seconds,
+        "load": at,
+        "peak_gib": m.peak_rss_gib,
+        "values": out["values"],
+        "split": dict(split),
+        "first_task_s": sorted(t - launched for t in first.values()),
+    }
 
 
 def platform_values(folder: Path) -> dict[str, float]:
@@ -113,9 +137,10 @@ def lab_command(folder: Path, env: dict, args: list[str], probe: Path | None = N
     return launched, m.seconds, at
 
 
-def lab_sweep(probe: Path | None = None) -> dict:
+def lab_sweep(probe: Path | None = None, extra: dict | None = None) -> dict:
     with project(SWEEP, "cold") as (folder, env, file):
-        launched, seconds, at = lab_command(folder, lab_env(env), ["sweep", "run", file, "--quiet"], probe)
+        env = {**lab_env(env), **(extra or {})}
+        launched, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet"], probe)
         runs = run_events(folder / ".lab" / "dagster")
         out = {"wall_s": seconds, "load": at, "values": platform_values(folder)}
         out.update(phases(runs, launched, seconds))
@@ -220,12 +245,15 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
     parts: dict[str, float] = defaultdict(float)
     run_spans = []
     for pid, ss in by_pid.items():
+        mine = [x for x in ss if x["kind"] == "phase" and x["name"] == "run"]  # `--workers 1`: the parent's
+        run_spans += mine
+        for x in ss:
+            if x["kind"] == "part" and any(r["start"] <= x["start"] <= r["end"] for r in mine):
+                parts[x["name"]] += x["own"]
         if pid == parent:
             continue
         boot = next((x["start"] for x in ss if x["name"] == "worker boot"), None)
         warm = next((x for x in ss if x["name"] == "worker warm-up"), None)
-        mine = [x for x in ss if x["kind"] == "phase" and x["name"] == "run"]
-        run_spans += mine
         warming: dict[str, float] = defaultdict(float)
         for x in ss:
             if warm is not None and warm["start"] <= x["start"] <= warm["end"] and "end" in x:
@@ -238,9 +266,6 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
             "first_run_s": min((x["start"] - launched for x in mine), default=None),
             "busy_s": sum(x["end"] - x["start"] for x in mine),
         }
-        for x in ss:
-            if x["kind"] == "part" and any(r["start"] <= x["start"] <= r["end"] for r in mine):
-                parts[x["name"]] += x["own"]
     executed = sum(x["end"] - x["start"] for x in run_spans)
     cell_runs = [r for r in runs if r["job"] in CELL_JOBS]
     return {
@@ -257,7 +282,7 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
 
 
 def commands(repeats: int) -> dict:
-    out: dict = {"plan": [], "noop": [], "add_metric": []}
+    out: dict = {"plan": [], "noop": [], **{what: [] for what in ADDITIONS}}
     for _ in range(repeats):
         with project(SMALL, "small") as (folder, env, file), tempfile.TemporaryDirectory() as probe:
             env = lab_env(env)
@@ -266,23 +291,29 @@ def commands(repeats: int) -> dict:
             out["plan"].append({"wall_s": seconds, "load": at})
             _, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet"])
             out["noop"].append({"wall_s": seconds, "load": at})
-            path = folder / file
-            path.write_text(path.read_text() + ADDED)
-            launched, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet"], Path(probe))
-            runs = run_events(folder / ".lab" / "dagster", since=launched)
-            compute = sum(r["compute"].get("metrics", 0.0) for r in runs if r["job"] in CELL_JOBS)
-            out["add_metric"].append(
-                {
-                    "wall_s": seconds,
-                    "load": at,
-                    "metrics_compute_s": compute,
-                    "beyond_compute_s": seconds - compute / 2,
-                    **phases(runs, launched, seconds),
-                    "probe": probed(Path(probe), launched, runs),
-                }
-            )
+            for what, (metric, flags, extra) in ADDITIONS.items():
+                out[what].append(add_metric(folder, {**env, **extra}, file, metric, flags, Path(probe) / metric))
         print(json.dumps({"commands": out}), file=sys.stderr, flush=True)
     return out
+
+
+def add_metric(folder: Path, env: dict, file: str, metric: str, flags: list[str], probe: Path) -> dict:
+    """`lab sweep run` after `metric` at k=10 was added to the sweep, under the probe."""
+    path = folder / file
+    path.write_text(path.read_text() + f"  {metric}: {{k: [10]}}\n")
+    probe.mkdir()
+    launched, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet", *flags], probe)
+    runs = run_events(folder / ".lab" / "dagster", since=launched)
+    compute = sum(r["compute"].get("metrics", 0.0) for r in runs if r["job"] in CELL_JOBS)
+    workers = 1 if flags else len(os.sched_getaffinity(0))
+    return {
+        "wall_s": seconds,
+        "load": at,
+        "metrics_compute_s": compute,
+        "beyond_compute_s": seconds - compute / workers,
+        **phases(runs, launched, seconds),
+        "probe": probed(probe, launched, runs),
+    }
 
 
 # ---------------------------------------------------------------- output
@@ -304,11 +335,14 @@ def check_values(platform: dict[str, float], loops: dict[str, float], what: str)
 
 
 def sweep_part(repeats: int) -> dict:
-    out: dict = {"serial": [], "joblib": [], "lab": []}
-    order = ["serial", "joblib", "lab"]
+    order = ["serial", "joblib", "lab", "lab_wandb_off"]
+    out: dict = {kind: [] for kind in order}
     for i in range(repeats):
-        for kind in order[i % 3 :] + order[: i % 3]:  # rotated: no side always runs first
-            out[kind].append(lab_sweep() if kind == "lab" else loop(kind))
+        for kind in order[i % 4 :] + order[: i % 4]:  # rotated: no side always runs first
+            if kind.startswith("lab"):
+                out[kind].append(lab_sweep(extra=WANDB_OFF if kind == "lab_wandb_off" else None))
+            else:
+                out[kind].append(loop(kind))
             print(json.dumps({kind: {k: v for k, v in out[kind][-1].items() if k != "values"}}), file=sys.stderr)
     for kind in ("serial", "joblib"):
         out[f"{kind}_max_value_difference"] = max(
@@ -316,7 +350,7 @@ def sweep_part(repeats: int) -> dict:
         )
     with tempfile.TemporaryDirectory() as probe:
         out["probed"] = lab_sweep(Path(probe))
-    for kind in ("serial", "joblib", "lab"):
+    for kind in order:
         out[f"{kind}_median_s"] = med(r["wall_s"] for r in out[kind])
     out["lab_over_joblib"] = out["lab_median_s"] / out["joblib_median_s"]
     out["lab_over_serial"] = out["lab_median_s"] / out["serial_median_s"]
@@ -337,20 +371,29 @@ def markdown(r: dict) -> str:
     if sw := r.get("sweep"):
         rows = [
             [kind, ", ".join(f"{x['wall_s']:.1f} (load {x['load']})" for x in sw[kind]), s(sw[f"{kind}_median_s"])]
-            for kind in ("serial", "joblib", "lab")
+            for kind in ("serial", "joblib", "lab", "lab_wandb_off")
         ]
         parts += [
             "**12-cell sweep, cold, no warm service** (runs interleaved; wall s, load at start)",
             table(rows, ["path", "runs", "median s"]),
-            f"platform / joblib = **{sw['lab_over_joblib']:.2f}**, platform / serial = **{sw['lab_over_serial']:.2f}**; "
+            f"platform / joblib = **{sw['lab_over_joblib']:.2f}**, platform / serial = **{sw['lab_over_serial']:.2f}**, "
+            f"platform with `LAB_WANDB=off` / joblib = {sw['lab_wandb_off_median_s'] / sw['joblib_median_s']:.2f}; "
             f"values equal (max difference: joblib {sw['joblib_max_value_difference']:.1g}, "
             f"serial {sw['serial_max_value_difference']:.1g})",
             "",
             compute_table(sw),
             "",
-            phase_table([*sw["lab"], sw["probed"]], "12-cell sweep"),
+            phase_table(
+                [*sw["lab"], *sw["lab_wandb_off"], sw["probed"]],
+                "12-cell sweep",
+                [
+                    *(f"run {i + 1}" for i in range(len(sw["lab"]))),
+                    *(f"W&B off {i + 1}" for i in range(len(sw["lab_wandb_off"]))),
+                    "probed",
+                ],
+            ),
             "",
-            probe_tables(sw["probed"], 12),
+            probe_tables(sw["probed"]["probe"], len(sw["probed"]["values"])),
         ]
     if c := r.get("commands"):
         rows = [
@@ -362,20 +405,20 @@ def markdown(r: dict) -> str:
             for what, key in (
                 ("`lab sweep plan`", "plan"),
                 ("no-op `lab sweep run`", "noop"),
-                ("add a metric", "add_metric"),
+                *((a, a) for a in ADDITIONS),
             )
         ]
-        add = c["add_metric"]
         parts += [
             "**Commands without a terminal** (8 cells at 1,200 points)",
             table(rows, ["command", "runs: wall s (load)", "median s"]),
-            f"adding a metric: compute {s(med(x['metrics_compute_s'] for x in add))} s summed over 8 metrics steps; "
-            f"wall minus compute / 2 workers: **{s(med(x['beyond_compute_s'] for x in add))} s**",
-            "",
-            phase_table(add, "add a metric"),
-            "",
-            probe_tables(add[-1]["probe"], 8),
         ]
+        for a in ADDITIONS:
+            parts += [
+                f"{a}: compute {s(med(x['metrics_compute_s'] for x in c[a]))} s summed over the 8 metrics steps; "
+                f"wall minus compute / workers: **{s(med(x['beyond_compute_s'] for x in c[a]))} s**",
+                phase_table(c[a], a, [f"run {i + 1}" for i in range(len(c[a]))]),
+                probe_tables(c[a][-1]["probe"], 8),
+            ]
     if f := r.get("floor"):
         parts += [
             "**Dagster's floor, warm process** (run_cost.py, medians)",
@@ -402,7 +445,7 @@ def compute_table(sw: dict) -> str:
         + [", ".join(s(x) for x in sw[kind][0]["first_task_s"]) + " (run 1)" for kind in loops]
         + [s(med(r["before_first_cell_s"] for r in sw["lab"]))]
     ]
-    for m in METHODS:
+    for m in (k.removeprefix("fit ") for k in loops["serial"][0] if k.startswith("fit ")):
         rows.append(
             [f"fit {m}", *(s(med(x[f"fit {m}"] for x in v)) for v in loops.values())]
             + [s(med(x.get(f"compute embedding ({m})", 0.0) for x in lab))]
@@ -420,7 +463,7 @@ def compute_table(sw: dict) -> str:
     return table(rows, ["summed over the cells, s (medians)", "serial", "joblib", "platform"])
 
 
-def phase_table(runs: list[dict], what: str) -> str:
+def phase_table(runs: list[dict], what: str, labels: list[str]) -> str:
     keys = ["before_first_cell_s", "cells_s", "after_last_cell_s", "wall_s"]
     rows = [[k.removesuffix("_s").replace("_", " "), *(s(x[k]) for x in runs)] for k in keys]
     per = [x["per_cell"] for x in runs]
@@ -428,8 +471,7 @@ def phase_table(runs: list[dict], what: str) -> str:
         rows.append([f"cell runs, summed: {k}", *(s(p.get(k, 0.0)) for p in per)])
     for job in runs[-1]["after_runs_s"]:
         rows.append([f"after: {job}", *(s(x["after_runs_s"].get(job, 0.0)) for x in runs)])
-    header = [f"{what}: seconds", *(f"run {i + 1}" for i in range(len(runs) - 1)), "probed run"]
-    return table(rows, header)
+    return table(rows, [f"{what}: seconds", *labels])
 
 
 def probe_tables(p: dict, cells: int) -> str:
@@ -451,7 +493,7 @@ def probe_tables(p: dict, cells: int) -> str:
     out.append(table(wrows, header))
     prow = [[name, s(v), f"{1000 * v / cells:.0f}"] for name, v in sorted(p["parts_s"].items(), key=lambda kv: -kv[1])]
     prow.append(["(Dagster runs, summed)", s(p["dagster_runs_s"]), f"{1000 * p['dagster_runs_s'] / cells:.0f}"])
-    out.append(table(prow, ["inside the workers' runs: ours (exclusive)", "s, summed", "ms per cell"]))
+    out.append(table(prow, ["inside the runs: ours (exclusive)", "s, summed", "ms per cell"]))
     return "\n\n".join(out)
 
 
