@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -77,6 +78,16 @@ PROBE = ROOT / "benchmarks" / "lab_probe.py"
 CELL_JOBS = ("materialize_cells", "materialize_cells_with_data")
 
 
+def run_with_cpu(cmd: list[str], env: dict, cwd: Path) -> tuple[measure.Measured, float]:
+    """The command measured, and the CPU seconds (user + system) of its process tree: every
+    descendant it waited for (`lab`'s workers, joblib's), not W&B's service processes, which
+    outlive the workers. Steadier than wall time on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = measure.run(cmd, env, cwd, timeout=1800)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return m, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 def load() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -92,7 +103,7 @@ def loop(mode: str) -> dict:
     cells = [[d, p, s, m, {}, K] for d, p in DATA.items() for s in SEEDS for m in METHODS]
     at, launched = load(), time.time()
     with tempfile.TemporaryDirectory() as cwd:
-        m = measure.run(
+        m, cpu = run_with_cpu(
             [PY, str(ROOT / "benchmarks" / "joblib_loop.py"), mode, json.dumps(cells)], os.environ, Path(cwd)
         )
     out = json.loads(m.stdout)
@@ -106,6 +117,7 @@ def loop(mode: str) -> dict:
         first[x["pid"]] = min(first.get(x["pid"], x["start"]), x["start"])
     return {
         "wall_s": m.seconds,
+        "cpu_s": cpu,
         "load": at,
         "peak_gib": m.peak_rss_gib,
         "values": out["values"],
@@ -125,24 +137,26 @@ def platform_values(folder: Path) -> dict[str, float]:
     return out
 
 
-def lab_command(folder: Path, env: dict, args: list[str], probe: Path | None = None) -> tuple[float, float, float]:
-    """(launched at, wall seconds, load when started) of `lab ARGS`, under the probe if `probe`."""
+def lab_command(
+    folder: Path, env: dict, args: list[str], probe: Path | None = None
+) -> tuple[float, float, float, float]:
+    """(launched at, wall seconds, load when started, CPU seconds) of `lab ARGS`, under the probe if `probe`."""
     at, launched = load(), time.time()
     if probe is None:
         cmd = [*LAB, *args]
     else:
         cmd = [PY, str(PROBE), *args]
         env = {**env, "COLD_PROBE_DIR": str(probe), "COLD_PROBE_T0": repr(launched)}
-    m = measure.run(cmd, env, folder, timeout=1800)
-    return launched, m.seconds, at
+    m, cpu = run_with_cpu(cmd, env, folder)
+    return launched, m.seconds, at, cpu
 
 
 def lab_sweep(probe: Path | None = None, extra: dict | None = None) -> dict:
     with project(SWEEP, "cold") as (folder, env, file):
         env = {**lab_env(env), **(extra or {})}
-        launched, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet"], probe)
+        launched, seconds, at, cpu = lab_command(folder, env, ["sweep", "run", file, "--quiet"], probe)
         runs = run_events(folder / ".lab" / "dagster")
-        out = {"wall_s": seconds, "load": at, "values": platform_values(folder)}
+        out = {"wall_s": seconds, "cpu_s": cpu, "load": at, "values": platform_values(folder)}
         out.update(phases(runs, launched, seconds))
         if probe is not None:
             out["probe"] = probed(probe, launched, runs)
@@ -287,10 +301,10 @@ def commands(repeats: int) -> dict:
         with project(SMALL, "small") as (folder, env, file), tempfile.TemporaryDirectory() as probe:
             env = lab_env(env)
             lab_command(folder, env, ["sweep", "run", file, "--quiet"])
-            _, seconds, at = lab_command(folder, env, ["sweep", "plan", file])
-            out["plan"].append({"wall_s": seconds, "load": at})
-            _, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet"])
-            out["noop"].append({"wall_s": seconds, "load": at})
+            _, seconds, at, cpu = lab_command(folder, env, ["sweep", "plan", file])
+            out["plan"].append({"wall_s": seconds, "load": at, "cpu_s": cpu})
+            _, seconds, at, cpu = lab_command(folder, env, ["sweep", "run", file, "--quiet"])
+            out["noop"].append({"wall_s": seconds, "load": at, "cpu_s": cpu})
             for what, (metric, flags, extra) in ADDITIONS.items():
                 out[what].append(add_metric(folder, {**env, **extra}, file, metric, flags, Path(probe) / metric))
         print(json.dumps({"commands": out}), file=sys.stderr, flush=True)
@@ -302,12 +316,13 @@ def add_metric(folder: Path, env: dict, file: str, metric: str, flags: list[str]
     path = folder / file
     path.write_text(path.read_text() + f"  {metric}: {{k: [10]}}\n")
     probe.mkdir()
-    launched, seconds, at = lab_command(folder, env, ["sweep", "run", file, "--quiet", *flags], probe)
+    launched, seconds, at, cpu = lab_command(folder, env, ["sweep", "run", file, "--quiet", *flags], probe)
     runs = run_events(folder / ".lab" / "dagster", since=launched)
     compute = sum(r["compute"].get("metrics", 0.0) for r in runs if r["job"] in CELL_JOBS)
     workers = 1 if flags else len(os.sched_getaffinity(0))
     return {
         "wall_s": seconds,
+        "cpu_s": cpu,
         "load": at,
         "metrics_compute_s": compute,
         "beyond_compute_s": seconds - compute / workers,
@@ -370,12 +385,17 @@ def markdown(r: dict) -> str:
     parts = []
     if sw := r.get("sweep"):
         rows = [
-            [kind, ", ".join(f"{x['wall_s']:.1f} (load {x['load']})" for x in sw[kind]), s(sw[f"{kind}_median_s"])]
+            [
+                kind,
+                ", ".join(f"{x['wall_s']:.1f} (load {x['load']})" for x in sw[kind]),
+                s(sw[f"{kind}_median_s"]),
+                ", ".join(f"{x['cpu_s']:.1f}" for x in sw[kind] if "cpu_s" in x),
+            ]
             for kind in ("serial", "joblib", "lab", "lab_wandb_off")
         ]
         parts += [
             "**12-cell sweep, cold, no warm service** (runs interleaved; wall s, load at start)",
-            table(rows, ["path", "runs", "median s"]),
+            table(rows, ["path", "runs", "median s", "CPU s of the process tree"]),
             f"platform / joblib = **{sw['lab_over_joblib']:.2f}**, platform / serial = **{sw['lab_over_serial']:.2f}**, "
             f"platform with `LAB_WANDB=off` / joblib = {sw['lab_wandb_off_median_s'] / sw['joblib_median_s']:.2f}; "
             f"values equal (max difference: joblib {sw['joblib_max_value_difference']:.1g}, "

@@ -63,8 +63,11 @@ def cell(dataset: str, data_params: dict, seed: int, method: str, method_params:
 def main(mode: str, cells: list) -> dict[str, dict]:
     if mode == "joblib":
         from joblib import Parallel, delayed
+        from joblib.externals.loky import get_reusable_executor
 
         done = Parallel(n_jobs=2, backend="loky")(delayed(cell)(*c) for c in cells)
+        # Ended and waited for here, not at exit: their CPU time then counts in this process's.
+        get_reusable_executor().shutdown(wait=True)
     elif mode == "serial":
         done = [cell(*c) for c in cells]
     else:
