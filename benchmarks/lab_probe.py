@@ -49,13 +49,20 @@ PHASES = {
 # Functions of ours inside a cell's run, by what they are for (exclusive seconds per run).
 PARTS = {
     "lab_assets.defs.tracked": {"track": "W&B offline run"},
-    "lab_assets.core.tracking": {"warm": "W&B warm-up"},
+    "lab_assets.core.tracking": {"warm": "W&B warm-up", "track_sweep": "report: W&B sweep run"},
+    "lab_assets.defs.assets.reports": {"report_files": "report: tables (and matplotlib's import)"},
+    "lab_assets.dr.figures": {"embeddings_grid": "report: embeddings figure", "metric_curves": "report: curves figure"},
+    "lab_assets.dr.html_report": {"report_html": "report: report.html"},
     "lab_assets.core.results_cache": {"lookup": "results cache", "store": "results cache"},
     "lab_assets.core.lineage": {"provenance": "provenance"},
     "lab_assets.defs.integrity": {"file_metadata": "hash written file (re-read)", "read_parquet": "Parquet read"},
     "lab_assets.defs.assets.datasets": {"content_version": "hash data version", "data_quirks": "dataset quirks"},
     "lab_assets.defs.assets.experiments": {"_scatter": "scatter thumbnail"},
-    "lab_assets.core.storage": {"parquet_bytes": "Parquet encode", "write_bytes": "file write"},
+    "lab_assets.core.storage": {
+        "parquet_bytes": "Parquet encode",
+        "write_bytes": "file write",
+        "replace_folder": "report: write folder",
+    },
     "lab_assets.defs.inflight": {"claim": "in-flight claim", "other_run": "in-flight look"},
     "lab_assets.runtime.data_versions": {"last_data_version": "spec version read"},
     "lab_assets.dr.keystore": {"data_config": "key records", "method_config": "key records"},
