@@ -280,6 +280,8 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
             "first_run_s": min((x["start"] - launched for x in mine), default=None),
             "busy_s": sum(x["end"] - x["start"] for x in mine),
         }
+    if len(run_spans) != len(runs):  # the probe missed runs (a worker without the hook): its parts would be wrong
+        raise SystemExit(f"the probe saw {len(run_spans)} runs, the instance recorded {len(runs)}")
     executed = sum(x["end"] - x["start"] for x in run_spans)
     cell_runs = [r for r in runs if r["job"] in CELL_JOBS]
     return {
