@@ -2,21 +2,24 @@
 platform's extra seconds go.
 
     python benchmarks/cold_sweep.py [--repeats 3] [--parts sweep,commands,floor] [--json PATH]
+    python benchmarks/cold_sweep.py --render PATH      # the tables of an earlier run's --json
 
 - sweep: the 12-cell sweep (swissroll and s_curve at 1,500 points x seeds 0, 1 x PCA, Isomap,
   UMAP; trustworthiness@10), cold: `lab sweep run` from a new project and lab home each
-  repetition, no warm service (`LAB_SERVICE=0`, as in a script, CI or an agent), against the
-  two-process joblib loop and the serial loop (benchmarks/joblib_loop.py), interleaved, the order
-  rotated each repetition; medians and ratios within this run, each figure with the load average
-  when it started. The loops' values must equal the platform's (the same work). Then one more
+  repetition, no warm service (`LAB_SERVICE=0`, as in a script, CI or an agent), and the same with
+  `LAB_WANDB=off`, against the two-process joblib loop and the serial loop
+  (benchmarks/joblib_loop.py), interleaved, the order rotated each repetition; medians and ratios
+  within this run, each figure with the load average when it started and the CPU seconds of its
+  process tree. The loops' values must equal the platform's (the same work). Then one more
   `lab sweep run` under benchmarks/lab_probe.py: its phases before the first cell (imports,
   parse, register, plan, worker start), the cells, and after the last cell (metric table,
   report, the no-op answer saved), from the probe's spans and the Dagster event log, and per
   cell run: Dagster's steps and the time between them, the compute the steps report, and the
   seconds in our own functions (W&B offline, results cache, provenance, hashing, Parquet).
 - commands: without a terminal, on an 8-cell sweep at 1,200 points: `lab sweep plan`, a no-op
-  `lab sweep run`, and adding a metric (one more column to compute in 8 cells), the last under
-  the probe, with its compute (the metrics steps' `wall_seconds`) beside its wall time.
+  `lab sweep run`, and adding a metric (one more column to compute in 8 cells) as `lab` runs it,
+  with `--workers 1` and with `LAB_WANDB=off`, each under the probe, with its compute (the metrics
+  steps' `wall_seconds`) beside its wall time.
 - floor: Dagster's floor for a cell run in a warm process (benchmarks/run_cost.py, 12 cells).
 
 Prints Markdown tables; `--json PATH` writes every number.
