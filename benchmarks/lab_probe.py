@@ -32,7 +32,6 @@ OUT = os.environ.get("COLD_PROBE_DIR")
 
 # module -> {attribute path: span name}. Phases of the command (parent) and of a worker run.
 PHASES = {
-    "lab_assets.runner.pool": {"WorkerPool.__init__": "start workers"},
     "lab_assets.runner.preload": {"definitions": "load definitions", "warm": "worker warm-up"},
     "lab_assets.runtime.instance": {"get_instance": "get instance"},
     "lab_assets.dr.sweep": {"parse_sweep": "parse sweep"},
@@ -41,9 +40,9 @@ PHASES = {
         "register": "register",
         "plan": "plan",
         "sweep_work": "work",
-        "run": "run phases",
+        "run_work": "run phases",
     },
-    "lab_assets.runner.commands": {"Ran.save_noop": "save no-op answer"},
+    "lab_assets.runner.commands": {"warm_workers": "start workers", "RanHere.save_noop_answer": "save no-op answer"},
     "lab_assets.runner.local": {"execute_run": "run"},
 }
 # Functions of ours inside a cell's run, by what they are for (exclusive seconds per run).
