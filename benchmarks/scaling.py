@@ -57,9 +57,9 @@ def baseline_run(cells: int, baseline: Path) -> float:
         ).seconds
 
 
-def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, baseline_run: bool = True) -> dict:
+def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, run_baseline: bool = True) -> dict:
     out: dict = {"cells": cells, "load_before": os.getloadavg()[0]}
-    if run and baseline is not None and baseline_run:  # before this code's run: the two runs see similar loads
+    if run and baseline is not None and run_baseline:  # before this code's run: the two runs see similar loads
         out["run_baseline_s"] = baseline_run(cells, baseline)
         out["run_baseline_per_cell_s"] = out["run_baseline_s"] / cells
     with project(sweep_text(cells), "scaling") as (folder, env, file):
