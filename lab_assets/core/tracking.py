@@ -43,17 +43,14 @@ def mode() -> str:
     return os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else "offline")
 
 
-def warm(start: bool = True) -> None:
+def warm() -> None:
     """Import what a process's first `wandb.init` imports (~0.8 s, most of it `wandb.sdk.launch`,
-    which `init` loads to look for job inputs) and, with `start`, start W&B's service process
-    (~0.2 s; it starts threads: not in a process that forks later)."""
+    which `init` loads to look for job inputs). W&B's service process starts at the first `init`
+    (it starts threads: never in a process that forks later)."""
     if mode() == "disabled":
         return
-    import wandb
+    import wandb  # noqa: F401
     import wandb.sdk.launch  # noqa: F401
-
-    if start:
-        wandb.setup()
 
 
 def run_id(kind: str, name: str) -> str:

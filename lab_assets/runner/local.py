@@ -4,7 +4,7 @@ so it shows up in the UI exactly as if launched there (run, logs, materializatio
 Runs are spread over a pool of worker processes, one per core, each single-threaded: sweeps are
 many independent cells, so process-level parallelism keeps every core busy without BLAS
 oversubscription. The warm workers (`preload.warm_workers`) live as long as the target or the
-command that started them, and each worker is warmed once (imports, numba's cache, W&B's service), not per run.
+command that started them, and each worker is warmed once (imports, numba's cache), not per run.
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ def definitions():
     return defs
 
 
-def load() -> None:
+def load(wandb: bool = True) -> None:
     """Load now what a process's first cell run loads on top of the run itself (profiled: the
     first run of a trivial cell took 1.7-1.8 s, the next 0.15 s): the definitions, scikit-learn's
-    neighbours, numba's cached rank kernels, W&B's modules. Starts no thread: a process that
-    forks later (the warm service) loads this."""
+    neighbours, numba's cached rank kernels, and, with `wandb`, W&B's modules. Starts no thread:
+    a process that forks later (the warm service) loads this."""
     definitions()
     import numpy as np
 
@@ -35,15 +35,16 @@ def load() -> None:
     # rank kernels (~0.4 s to load in a fresh process) through the metrics' own path.
     points = np.random.default_rng(0).normal(size=(12, 3))
     METRICS["trustworthiness"](Neighborhoods(points, points[:, ::-1][:, :2], k_max=3), k=3)
-    tracking.warm(start=False)
+    if wandb:
+        tracking.warm()
 
 
 def warm() -> None:
-    """A warm worker's warm-up (core/warm_workers.py): `load`, then W&B's service process."""
-    from lab_assets.core import tracking
-
-    load()
-    tracking.warm()
+    """A warm worker's warm-up (core/warm_workers.py): `load` without W&B. W&B's modules (~1.5
+    CPU-s) are needed at the end of a cell's metrics step only: warmed here, they delayed every
+    worker's first run by that much (issue 44), so the first cell that logs imports them
+    (`tracking.track_cell`). A worker forked from the warm service has them loaded already."""
+    load(wandb=False)
 
 
 def warm_workers(workers: int, fork: bool = False) -> WarmWorkers:

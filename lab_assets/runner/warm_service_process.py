@@ -30,9 +30,9 @@ from lab_assets.runner.warm_service import CHILD, MESSAGE, call, folder, functio
 
 
 def _load() -> None:
-    """Everything a command's first run would load, loaded once here (`preload.load`, as a warm
-    worker's warm-up, plus what a command itself loads). Threads must not start: the service forks
-    (W&B's service process, which starts threads, is started by each worker)."""
+    """Everything a command's first run would load, loaded once here (`preload.load`: a warm
+    worker's warm-up and W&B's modules, plus what a command itself loads). Threads must not start:
+    the service forks (W&B's service process, which starts threads, is started by each worker's first cell)."""
     prepare_to_fork()  # before NumPy and numba load
     import matplotlib.backends.backend_agg  # noqa: F401 - what the report's figures are drawn with
 
