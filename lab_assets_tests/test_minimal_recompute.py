@@ -9,6 +9,7 @@ Two sweeps that share no cell: `a` (swissroll x {pca, isomap}) and `b` (gaussian
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,16 @@ import pandas as pd
 import pytest
 
 from lab_assets.core import keys
+from lab_assets.core.warm_workers import WarmWorkers
 from lab_assets.defs.assets import specs
+from lab_assets.defs.inflight import OWNER_TAG
+from lab_assets.defs.recorded_cost import recorded_seconds
+from lab_assets.dr.staleness import METRICS
 from lab_assets.dr.sweep import load_sweep
+from lab_assets.runner import sweeps
 from lab_assets.runner.sweeps import materialize_sweep, register_and_plan
 from lab_assets.runtime.instance import get_instance
+from lab_assets.runtime.orphans import owner
 from lab_assets_tests.conftest import REPO, graphql, lab_cli, lab_ui, wait_for
 
 BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
@@ -304,19 +311,33 @@ def test_a_metric_added_runs_the_metrics_steps_alone_through_a_webserver_and_the
     assert {"continuity@k=5", "knn_preservation@k=5"} <= set(table.columns)
 
 
-def test_a_lost_suite_record_costs_no_cell(lab):
+def test_a_lost_suite_record_costs_no_cell(lab, monkeypatch):
     """The key records of observed metric suites deleted (a lab home copied without `keys/`):
     the plan still answers, every cell stays fresh, and a cell whose metrics file is lost
-    recomputes its metrics step alone, with its sweeps' suite."""
+    recomputes its metrics step alone, with its sweeps' suite: in this process, as a metrics-only
+    re-run that recorded little (`sweeps.small_enough_here`), the workers started for it end unused."""
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
+    assert not sweeps.small_enough_here(register_and_plan(sweep))  # embeddings to compute: the workers'
     materialize_sweep(sweep, workers=1)
     shutil.rmtree(lab / ".lab" / "keys" / "metric_suite")
     specs._SUITES.clear()  # this process read them before they were deleted
     assert register_and_plan(sweep).counts["fresh"] == 4
     (lost,) = [p for p in (lab / ".lab" / "assets" / "metrics").rglob("*.parquet") if "|" not in p.name][:1]
     lost.unlink()
-    result = materialize_sweep(sweep, workers=1)
+    planned = register_and_plan(sweep)
+    # The bound's edges: the step's recorded seconds count (they vary with the machine's load).
+    pending = [c.partition for c in planned.pending_cells()]
+    bound = sum(s[METRICS] for s in recorded_seconds(get_instance(), pending).values()) + sweeps.RUN_SECONDS
+    monkeypatch.setattr(sweeps, "HERE_SECONDS", bound - 0.001)
+    assert not sweeps.small_enough_here(planned)
+    monkeypatch.setattr(sweeps, "HERE_SECONDS", bound + 0.001)
+    pool = WarmWorkers(2)  # no warm-up: what matters is that it is never used
+    processes = pool.processes()
+    result = materialize_sweep(sweep, pool=pool)
     assert result.ok and result.count("cells") == 1
+    runs = [get_instance().get_run_by_id(o.run_id) for o in result.outcomes if o.run_id]
+    assert len(runs) == 3 and {r.tags[OWNER_TAG] for r in runs} == {owner()}
+    assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
     [damaged] = [c for c in result.before.cells if c.status != "fresh"]
     assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
     assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(

@@ -4,6 +4,8 @@ asset's latest materialization recorded (`defs/metadata.py`), and which cells ne
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import dagster as dg
 
 from lab_assets.defs.integrity import CELL_ASSETS, DATA_ASSETS
@@ -14,12 +16,14 @@ from lab_assets.runtime.latest_events import latest_ids, records
 PARTS = {DATASET: DATA_ASSETS, **{asset: (asset,) for asset in CELL_ASSETS}}
 
 
-def recorded_seconds(instance: dg.DagsterInstance, cells: list[str]) -> dict[str, dict[str, float]]:
-    """{cell: {asset of PARTS: wall seconds of its latest materialization}} for the cells that
-    have one; bounded queries (`latest_events`), not one per cell."""
+def recorded_seconds(
+    instance: dg.DagsterInstance, cells: list[str], parts: Collection[str] = tuple(PARTS)
+) -> dict[str, dict[str, float]]:
+    """{cell: {asset of `parts` (of PARTS): wall seconds of its latest materialization}} for the
+    cells that have one; bounded queries (`latest_events`), not one per cell."""
     out: dict[str, dict[str, float]] = {}
-    for name, assets in PARTS.items():
-        for asset in assets:
+    for name in parts:
+        for asset in PARTS[name]:
             ids = latest_ids(instance, asset, partitions=cells)
             for record in records(instance, asset, ids.values()).values():
                 m = record.asset_materialization

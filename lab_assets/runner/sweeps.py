@@ -12,8 +12,10 @@ from lab_assets.core.warm_workers import WarmWorkers, default_workers
 from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.freshness import SweepPlan, plan_sweep
 from lab_assets.defs.integrity import Damage, sweep_damage
+from lab_assets.defs.recorded_cost import recorded_seconds
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
+from lab_assets.dr.staleness import METRICS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runner.local import LocalTarget
 from lab_assets.runner.preload import definitions
@@ -51,6 +53,28 @@ def upgrade_lab_home() -> None:
         print(f"lab: this lab home was written by an earlier release; {note}", file=sys.stderr, flush=True)
 
 
+# A metrics-only re-run whose steps recorded less than this (with RUN_SECONDS a run) runs in this
+# process: spread over workers it would wait for their warm-up (~5 CPU-s each, issue 44), which
+# costs more than it saves.
+HERE_SECONDS = 5.0
+RUN_SECONDS = 0.15  # a run's own cost beside its step's recorded seconds (Dagster's floor and ours)
+
+
+def small_enough_here(plan: SweepPlan) -> bool:
+    """Whether the plan's pending work costs less in this process than on warm workers: no cell
+    or dataset to compute (the tables alone), or only metrics steps whose last materializations
+    recorded little enough (`HERE_SECONDS`). A cell with no recorded cost is not guessed at."""
+    cells = plan.pending_cells()
+    if plan.pending_datasets or any(set(c.assets) != {METRICS} for c in cells):
+        return False
+    if not cells:
+        return True
+    recorded = recorded_seconds(get_instance(), [c.partition for c in cells], parts=(METRICS,))
+    if len(recorded) < len(cells):
+        return False
+    return sum(r[METRICS] for r in recorded.values()) + RUN_SECONDS * len(cells) < HERE_SECONDS
+
+
 def materialize_sweep(
     sweep: Sweep,
     workers: int | None = None,
@@ -64,7 +88,8 @@ def materialize_sweep(
     (default one per core), or through the webserver at `submit`. `verify`: find damaged files by
     their content hashes, not only their sizes. `registered` is called once the sweep is
     registered, before it is planned (`noop_answer.NoopAnswer.mark`). `pool`: workers started
-    earlier (`lab sweep run` starts them first), used instead of `workers`; its owner closes it."""
+    earlier (`lab sweep run` starts them first), used instead of `workers`; its owner closes it,
+    but work small enough for this process (`small_enough_here`) ends it unused, here."""
     start = time.perf_counter()
     upgrade_lab_home()
     register(get_instance(), sweep)
@@ -75,6 +100,10 @@ def materialize_sweep(
     work = sweep_work(before, recheck=lambda: plan(sweep, verify))
     if submit:
         target = WebserverTarget(submit)
+    elif small_enough_here(before):
+        if pool is not None:
+            pool.close()  # never used: its workers end now, mid-warm-up
+        target = LocalTarget(1)
     else:
         target = LocalTarget(min(workers or default_workers(), len(before.pending_cells())), pool)
     with target:
