@@ -45,4 +45,3 @@ def test_a_pool_never_given_a_run_is_ended_not_waited_for(lab):
     processes = pool.processes()
     pool.close()  # while they are still warming up (imports take seconds)
     assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
-
