@@ -326,8 +326,8 @@ def test_a_lost_suite_record_costs_no_cell(lab, monkeypatch):
     lost.unlink()
     planned = register_and_plan(sweep)
     # The bound's edges: the step's recorded seconds count (they vary with the machine's load).
-    pending = [c.partition for c in planned.pending_cells()]
-    bound = sum(s[METRICS] for s in recorded_seconds(get_instance(), pending).values()) + sweeps.RUN_SECONDS
+    [pending] = [c.partition for c in planned.pending_cells()]
+    bound = recorded_seconds(get_instance(), [pending])[pending][METRICS] + sweeps.RUN_SECONDS
     monkeypatch.setattr(sweeps, "HERE_SECONDS", bound - 0.001)
     assert not sweeps.small_enough_here(planned)
     monkeypatch.setattr(sweeps, "HERE_SECONDS", bound + 0.001)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -53,9 +54,9 @@ def upgrade_lab_home() -> None:
         print(f"lab: this lab home was written by an earlier release; {note}", file=sys.stderr, flush=True)
 
 
-# A metrics-only re-run whose steps recorded less than this (with RUN_SECONDS a run) runs in this
-# process: spread over workers it would wait for their warm-up (~5 CPU-s each, issue 44), which
-# costs more than it saves.
+# A metrics-only re-run estimated below this (its steps' recorded seconds, RUN_SECONDS a run) runs
+# in this process: spread over workers it would wait for their warm-up (~5 CPU-s each, issue 44),
+# which costs more than it saves.
 HERE_SECONDS = 5.0
 RUN_SECONDS = 0.15  # a run's own cost beside its step's recorded seconds (Dagster's floor and ours)
 
@@ -63,7 +64,10 @@ RUN_SECONDS = 0.15  # a run's own cost beside its step's recorded seconds (Dagst
 def small_enough_here(plan: SweepPlan) -> bool:
     """Whether the plan's pending work costs less in this process than on warm workers: no cell
     or dataset to compute (the tables alone), or only metrics steps whose last materializations
-    recorded little enough (`HERE_SECONDS`). A cell with no recorded cost is not guessed at."""
+    recorded little enough (`HERE_SECONDS`). Each cell is priced at the median cell's step: a
+    process's first step records its one-off imports too (~3 s in this process, which loads no
+    neighbour search before it), and one such record must not send the next re-run to the
+    workers. A cell with no recorded cost is not guessed at."""
     cells = plan.pending_cells()
     if plan.pending_datasets or any(set(c.assets) != {METRICS} for c in cells):
         return False
@@ -72,7 +76,7 @@ def small_enough_here(plan: SweepPlan) -> bool:
     recorded = recorded_seconds(get_instance(), [c.partition for c in cells], parts=(METRICS,))
     if len(recorded) < len(cells):
         return False
-    return sum(r[METRICS] for r in recorded.values()) + RUN_SECONDS * len(cells) < HERE_SECONDS
+    return len(cells) * (statistics.median(r[METRICS] for r in recorded.values()) + RUN_SECONDS) < HERE_SECONDS
 
 
 def materialize_sweep(
