@@ -47,7 +47,7 @@ def test_a_pool_never_given_a_run_is_ended_not_waited_for(lab):
     assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
 
 
-def test_a_rerun_here_is_priced_at_its_median_cells_recorded_step(lab, monkeypatch):
+def test_a_rerun_here_is_priced_at_its_median_cells_recorded_step(monkeypatch):
     """`sweeps.small_enough_here` (the end to end case: test_minimal_recompute.py's lost suite
     record): a process's first step, which recorded its imports too, does not price the others."""
     from lab_assets.defs.freshness import CellPlan, SweepPlan
@@ -55,6 +55,7 @@ def test_a_rerun_here_is_priced_at_its_median_cells_recorded_step(lab, monkeypat
 
     cells = [CellPlan("swissroll", f"pca{i}", "stale", assets={"metrics": "new column"}) for i in range(3)]
     recorded = {c.partition: {"metrics": s} for c, s in zip(cells, (3.0, 0.01, 0.02))}
+    monkeypatch.setattr(sweeps, "get_instance", lambda: None)  # the records are these
     monkeypatch.setattr(sweeps, "recorded_seconds", lambda instance, cells, parts: recorded)
     plan = SweepPlan(None, {}, cells, report=None, metric_table=None)
     bound = 3 * (0.02 + sweeps.RUN_SECONDS)
