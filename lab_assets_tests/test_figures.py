@@ -93,3 +93,13 @@ def test_the_figures_are_pngs_of_the_laid_out_size():
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     fig = figures.curves_figure(_curves_table(["swissroll", "s_curve"], ["pca"]))
     assert (width, height) == tuple(int(v * figures.DPI) for v in fig.get_size_inches())  # no crop, no pad
+
+
+def test_metrics_at_one_k_draw_no_curves_but_say_so():
+    table = _curves_table(["swissroll", "s_curve"], ["pca", "isomap"])
+    table = table[[c for c in table.columns if "@k=" not in c or c.endswith("@k=10")]]
+    fig = figures.curves_figure(table)
+    assert not fig.axes and [t.get_text() for t in fig.texts] == ["one k per metric: no curve to draw"]
+    # One metric with two k: its curves are drawn, one panel per (metric, dataset).
+    fig = figures.curves_figure(_curves_table(["swissroll"], ["pca"]).drop(columns=["continuity@k=5", "continuity@k=30"]))
+    assert len(fig.axes) == 3

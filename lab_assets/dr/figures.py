@@ -141,6 +141,10 @@ def curves_figure(table: pd.DataFrame) -> Figure:
     data = pd.concat(long).dropna(subset=["value"]) if long else None
     if data is None or data.empty:
         return _note("no metric with a k parameter has a value yet")
+    # A metric at one k is a point per method, not a curve: its values are in the summary table
+    # (and drawing the panels was a quarter of a small sweep's report, issue 44).
+    if data.groupby("metric")["k"].nunique().max() < 2:
+        return _note("one k per metric: no curve to draw")
     metrics, datasets = list(dict.fromkeys(data["metric"])), list(dict.fromkeys(data["dataset_label"]))
     fig, axes = CURVES.figure(len(metrics), len(datasets))
     for i, metric in enumerate(metrics):
