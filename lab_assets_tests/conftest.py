@@ -112,13 +112,15 @@ metrics:
 """
 
 
-# Test files that need at most one core and start no `lab` process (single-threaded computations
-# in the test's own process, kubectl, pytest's own collection), or mostly wait (test_cluster.py: on
+# Test files that need at most one core and start no `lab` process that runs cells (single-threaded
+# computations in the test's own process, kubectl, pytest's own collection, test_fast_exit.py's
+# short processes one at a time: 106 s of the slow target), or mostly wait (test_cluster.py: on
 # Postgres, a cluster's processes, polls and outages).
 BESIDE = {
     f"lab_assets_tests/{name}.py"
     for name in (
         "test_cluster",
+        "test_fast_exit",
         "test_keys",
         "test_knn_metrics",
         "test_structure_metrics",

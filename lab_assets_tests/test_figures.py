@@ -101,5 +101,7 @@ def test_metrics_at_one_k_draw_no_curves_but_say_so():
     fig = figures.curves_figure(table)
     assert not fig.axes and [t.get_text() for t in fig.texts] == ["one k per metric: no curve to draw"]
     # One metric with two k: its curves are drawn, one panel per (metric, dataset).
-    fig = figures.curves_figure(_curves_table(["swissroll"], ["pca"]).drop(columns=["continuity@k=5", "continuity@k=30"]))
+    fig = figures.curves_figure(
+        _curves_table(["swissroll"], ["pca"]).drop(columns=["continuity@k=5", "continuity@k=30"])
+    )
     assert len(fig.axes) == 3
