@@ -6,6 +6,8 @@ a copy of the package, so its source can be edited."""
 
 import json
 import shutil
+import subprocess
+import sys
 
 import dagster as dg
 import pytest
@@ -108,3 +110,46 @@ def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab
     assert not list((lab / ".lab" / "cache").glob("noop-*.json"))
     (lab / "points.csv").write_text("a,b,c\n" + rows.replace("3,", "4,") + "\n")
     assert run(lab)["materialized"]["cells"] == 1
+
+
+# `lab sweep run`'s route in a process like `lab`'s own (a test process's import path differs, and
+# the saved answer's state covers it), with `warm_workers` refusing to start any worker.
+ROUTE = """
+import json, os, sys
+
+sys.path[0] = os.getcwd()  # as `python -m lab_assets.cli.main` has it
+from lab_assets.runner import commands
+from lab_assets.runner.noop_answer import NoopAnswer
+
+answer = NoopAnswer(sys.argv[1], open(sys.argv[1], "rb").read(), 100)
+print(json.dumps([answer.load() is None, answer.cells_if_metrics_alone_changed()]), flush=True)
+
+
+def refuse(count, fork):
+    sys.exit(f"{count} workers started")
+
+
+commands.warm_workers = refuse
+ran = commands.route_sweep_run(sys.argv[1], hand_over=lambda: None, workers=2)
+summary = ran.summary()
+print(json.dumps([ran.result.ok, summary.materialized["cells"], summary.metrics_only]))
+"""
+
+
+def test_a_metric_added_since_the_saved_answer_runs_here_without_starting_workers(lab):
+    """`NoopAnswer.cells_if_metrics_alone_changed`: when the sweep file's `metrics:` alone changed
+    since the saved answer, `lab sweep run` starts no workers before its plan (they would only
+    compete with it: issue 44) and the metrics steps run in this process; after any other change
+    since the answer (here a seed added) it cannot tell, and the workers start first as usual."""
+    assert lab_cli("sweep", "run", "sweeps/tiny.yaml", "--workers", "1", cwd=lab).returncode == 0
+    sweep = lab / "sweeps" / "tiny.yaml"
+    first = sweep.read_text()
+    sweep.write_text(first.replace("seeds: [0]", "seeds: [0, 1]") + "  continuity: {k: [5]}\n")
+    route = subprocess.run([sys.executable, "-c", ROUTE, str(sweep)], cwd=lab, capture_output=True, text=True)
+    assert json.loads(route.stdout) == [True, None]
+    assert (route.returncode, route.stderr.strip().splitlines()[-1]) == (1, "2 workers started")
+
+    sweep.write_text(first + "  continuity: {k: [5]}\n")
+    route = subprocess.run([sys.executable, "-c", ROUTE, str(sweep)], cwd=lab, capture_output=True, text=True)
+    assert route.returncode == 0, route.stderr
+    assert [json.loads(line) for line in route.stdout.splitlines()] == [[True, 4], [True, 4, 4]]

@@ -35,6 +35,12 @@ from concurrent.futures.process import BrokenProcessPool
 from lab_assets.core.fast_exit import end_without_teardown
 from lab_assets.core.threads import SINGLE_THREADED
 
+# Work estimated below this (its steps' recorded seconds, RUN_SECONDS a run) runs in the calling
+# process: spread over workers it would wait for their warm-up (~5 CPU-s each, issue 44), which
+# costs more than it saves (`runner/sweeps.small_enough_here`, `runner/commands.route_sweep_run`).
+HERE_SECONDS = 5.0
+RUN_SECONDS = 0.15  # a run's own cost beside its step's recorded seconds (Dagster's floor and ours)
+
 
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

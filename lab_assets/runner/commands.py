@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab_assets.core.warm_workers import default_workers
+from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, default_workers
 from lab_assets.runner import warm_service
 from lab_assets.runner.preload import warm_workers
 
@@ -181,8 +181,12 @@ def route_sweep_run(
     if (code := hand_over()) is not None:
         return Handed(code)
     # The workers start first: their imports and warm-up overlap this process's (preload.warm_workers).
+    # Not for a re-run that can only compute metrics of a few cells (metrics added to the file):
+    # it runs in this process (`sweeps.small_enough_here`), and workers warming up meanwhile
+    # only slow it down (issue 44); if it is bigger after all, the plan starts them.
     count = workers or default_workers()
-    with warm_workers(count, fork=warm_service.inside()) if not submit and count > 1 else nullcontext() as pool:
+    first = not submit and count > 1 and not _few_metrics_steps(noop)
+    with warm_workers(count, fork=warm_service.inside()) if first else nullcontext() as pool:
         from lab_assets.dr.sweep import load_sweep, parse_sweep  # Dagster and pandas: after the workers started
         from lab_assets.runner.sweeps import materialize_sweep
         from lab_assets.runner.webserver import SubmitError
@@ -201,6 +205,11 @@ def route_sweep_run(
         except SubmitError as e:
             return Refused(str(e))
         return RanHere(sweep, result, noop)
+
+
+def _few_metrics_steps(noop: NoopAnswer | None) -> bool:
+    cells = None if noop is None else noop.cells_if_metrics_alone_changed()
+    return cells is not None and cells * RUN_SECONDS < HERE_SECONDS
 
 
 def _read(path: str) -> bytes | None:

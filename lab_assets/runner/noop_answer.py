@@ -66,18 +66,24 @@ class NoopAnswer:
     def __init__(self, sweep_file: str | os.PathLike[str], text: bytes, width: int):
         self.sweep_file = Path(sweep_file).resolve()
         self._sweep = (str(self.sweep_file), hashlib.sha256(text).hexdigest(), width)
+        self._text = text
         self.path = (
             lab_home() / CACHE_FOLDER / f"noop-{hashlib.sha256(str(self.sweep_file).encode()).hexdigest()[:16]}.json"
         )
-        self._marked: str | None = None
+        self._marked: tuple[str, str | None] | None = None
+        self._seen: tuple[dict, dict] | None = None  # `load`'s out-of-date entry and the parts it was compared with
 
     def state(self) -> str | None:
         """The digest described above, or None where no shortcut is possible."""
+        parts = self._parts()
+        return None if parts is None else _digest(parts)
+
+    def _parts(self) -> dict | None:
         root = _storage_root()
         instance_head = head(dagster_home())
         if root is None or instance_head is None:
             return None
-        parts = {
+        return {
             "format": FORMAT,
             "python": [sys.executable, sys.version],
             "sweep": self._sweep,
@@ -90,7 +96,12 @@ class NoopAnswer:
             "head": instance_head,
             "keys": [source_stamps.folder(root / "keys" / kind) for kind in ("sweep", "data", "method")],
         }
-        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+    def _cells_state(self, parts: dict) -> str | None:
+        """The state with the sweep file less its `metrics:` (what its cells are), or None if the
+        file does not parse here (`load_sweep` then says why)."""
+        cells = _without_metrics(self._text)
+        return None if cells is None else _digest({**parts, "sweep": (self._sweep[0], cells)})
 
     def load(self) -> dict | None:
         """The saved answer, if the state is what it was when it was saved."""
@@ -102,13 +113,29 @@ class NoopAnswer:
             map(list, source_stamps.files(entry.get("paths", [])))
         ):
             return None
-        state = self.state()
-        return entry["answer"] if state is not None and entry.get("state") == state else None
+        parts = self._parts()
+        if parts is not None and entry.get("state") == _digest(parts):
+            return entry["answer"]
+        if parts is not None:
+            self._seen = entry, parts
+        return None
+
+    def cells_if_metrics_alone_changed(self) -> int | None:
+        """After `load` found the saved answer out of date: its number of cells if nothing but the
+        sweep file's `metrics:` changed since (the cells and everything they were computed from
+        as they were, all fresh then), so that at most metrics steps and the tables can run; else
+        None. Decides where the runs go, never what runs."""
+        if self._seen is None:
+            return None
+        entry, parts = self._seen
+        cells = entry.get("cells_state")
+        return entry["answer"]["cells"] if cells is not None and cells == self._cells_state(parts) else None
 
     def mark(self) -> None:
         """Take the state now: called once the sweep is registered and before it is planned, so
         that a saved answer never describes a later state than the one it was planned from."""
-        self._marked = self.state()
+        parts = self._parts()
+        self._marked = None if parts is None else (_digest(parts), self._cells_state(parts))
 
     def save(self, sweep: Sweep, answer: dict, paths: Iterable[str]) -> None:
         """Save `answer` (JSON), the no-op of `sweep`, under the marked state; `paths`: files it
@@ -118,7 +145,8 @@ class NoopAnswer:
         paths = sorted({*map(str, paths), *sources_outside_the_package(sweep)})
         entry = {
             "format": FORMAT,
-            "state": self._marked,
+            "state": self._marked[0],
+            "cells_state": self._marked[1],
             "paths": paths,
             "files": list(map(list, source_stamps.files(paths))),
             "answer": answer,
@@ -127,6 +155,24 @@ class NoopAnswer:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry))
         os.replace(tmp, self.path)  # a reader sees the old entry or this one, never half of it
+
+
+def _digest(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _without_metrics(text: bytes) -> str | None:
+    """A digest of the sweep file's content less its `metrics:` key, or None if it is not a YAML mapping."""
+    import yaml
+
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(spec, dict):
+        return None
+    spec.pop("metrics", None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _reads_input_files(sweep: Sweep) -> bool:

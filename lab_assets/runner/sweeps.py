@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from lab_assets.core import layout, storage
 from lab_assets.core.settings import CACHE_FOLDER, lab_home
-from lab_assets.core.warm_workers import WarmWorkers, default_workers
+from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, WarmWorkers, default_workers
 from lab_assets.defs.assets.reports import report_dir
 from lab_assets.defs.freshness import SweepPlan, plan_sweep
 from lab_assets.defs.integrity import Damage, sweep_damage
@@ -52,13 +52,6 @@ def upgrade_lab_home() -> None:
     and say what will recompute and why."""
     for note in layout.upgrade():
         print(f"lab: this lab home was written by an earlier release; {note}", file=sys.stderr, flush=True)
-
-
-# A metrics-only re-run estimated below this (its steps' recorded seconds, RUN_SECONDS a run) runs
-# in this process: spread over workers it would wait for their warm-up (~5 CPU-s each, issue 44),
-# which costs more than it saves.
-HERE_SECONDS = 5.0
-RUN_SECONDS = 0.15  # a run's own cost beside its step's recorded seconds (Dagster's floor and ours)
 
 
 def small_enough_here(plan: SweepPlan) -> bool:
