@@ -337,7 +337,7 @@ def test_a_lost_suite_record_costs_no_cell(lab, monkeypatch):
     assert result.ok and result.count("cells") == 1
     runs = [get_instance().get_run_by_id(o.run_id) for o in result.outcomes if o.run_id]
     assert len(runs) == 3 and {r.tags[OWNER_TAG] for r in runs} == {owner()}
-    assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
+    assert [p.exitcode for p in processes] == [-signal.SIGKILL] * 2
     [damaged] = [c for c in result.before.cells if c.status != "fresh"]
     assert damaged.status == "damaged" and set(damaged.assets) == {"metrics"} and f"{lost}: missing" in damaged.reason
     assert {"trustworthiness@k=5", "trustworthiness@k=10", "lid@k=10,space=embedding"} <= set(

@@ -44,7 +44,7 @@ def test_a_pool_never_given_a_run_is_ended_not_waited_for(lab):
     pool = warm_workers(2)
     processes = pool.processes()
     pool.close()  # while they are still warming up (imports take seconds)
-    assert [p.exitcode for p in processes] == [-signal.SIGTERM] * 2
+    assert [p.exitcode for p in processes] == [-signal.SIGKILL] * 2
 
 
 def test_a_rerun_here_is_priced_at_its_median_cells_recorded_step(monkeypatch):

@@ -175,7 +175,11 @@ class WarmWorkers:
             if future.cancel():
                 future.set_running_or_notify_cancel()  # tells as_completed and wait
         if not self.used:
-            self.signal(signal.SIGTERM)
+            # SIGKILL, not SIGTERM: a worker still between fork and exec carries this process's
+            # handler, which a Dagster run here sets to SIGINT's, so a SIGTERM there is swallowed
+            # and the worker warms up in full (seen under load). A never-used worker has opened
+            # nothing: no run, no instance, no W&B service.
+            self.signal(signal.SIGKILL)
         with self._lock:
             workers, self._idle, self._busy = [*self._idle, *self._busy], [], set()
         for worker in workers:
