@@ -30,6 +30,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,11 +98,15 @@ class NoopAnswer:
             "keys": [source_stamps.folder(root / "keys" / kind) for kind in ("sweep", "data", "method")],
         }
 
+    @cached_property
+    def _cells(self) -> str | None:
+        # Parsed once, and only when a state is marked or a saved answer is out of date.
+        return _without_metrics(self._text)
+
     def _cells_state(self, parts: dict) -> str | None:
         """The state with the sweep file less its `metrics:` (what its cells are), or None if the
         file does not parse here (`load_sweep` then says why)."""
-        cells = _without_metrics(self._text)
-        return None if cells is None else _digest({**parts, "sweep": (self._sweep[0], cells)})
+        return None if self._cells is None else _digest({**parts, "sweep": (self._sweep[0], self._cells)})
 
     def load(self) -> dict | None:
         """The saved answer, if the state is what it was when it was saved."""
