@@ -2,7 +2,7 @@
 against bf16 autocast eager and bf16 autocast with torch.compile, the three modes
 `core/backend.py` can choose. Prints tokens/s, MFU, peak memory and each mode's speed-up.
 
-    python benchmarks/gpu_training.py [--repeats 3] [--steps 60] [--json OUT]
+    python benchmarks/gpu_training.py [--repeats 3] [--steps 60] [--batch 32] [--json OUT]
 
 Needs torch with CUDA and the package's domain code (no Dagster): on a bare GPU host,
 `PYTHONPATH=. python3 benchmarks/gpu_training.py` with pydantic installed.
@@ -38,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=32, help="sequences a step (the model is the same)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     detected = backends.detect()
@@ -49,7 +50,14 @@ def main() -> None:
             "set LAB_PEAK_FLOPS, in FLOP/s)"
         )
     config = TrainConfig(
-        depth=8, width=768, heads=12, seq_len=512, batch=32, steps=args.steps, checkpoint_every=10_000, eval_tokens=8192
+        depth=8,
+        width=768,
+        heads=12,
+        seq_len=512,
+        batch=args.batch,
+        steps=args.steps,
+        checkpoint_every=10_000,
+        eval_tokens=8192,
     )
     train_tokens, val_tokens = tokens(4_000_000, 0), tokens(64_000, 1)
     print(f"device: {detected.device_name}, torch {torch.__version__}, peak bf16 {detected.peak_flops:.3g} FLOP/s")

@@ -107,20 +107,18 @@ def test_training_reports_whether_its_steps_ran_compiled(monkeypatch, tmp_path):
     # the steps went through it.
     calls = []
 
-    class Compiled(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, x):
+    def compiled(step_loss):
+        def counted(x, y):
             calls.append(x.shape)
-            return self.model(x)
+            return step_loss(x, y)
 
-    monkeypatch.setattr(torch, "compile", Compiled)
+        return counted
+
+    monkeypatch.setattr(torch, "compile", compiled)
     compiling = backend.Backend("cpu", "cpu", "test CPU", None, True, None, "compiled")
     assert train.train(config, *tokens, str(tmp_path / "compiled.pt"), compiling).compiled is True
     assert len(calls) == 2  # both steps
     # Asked to compile, but a torch.compile that hands the model back unchanged: the steps ran
     # eager, and the result says so rather than echo the backend's flag.
-    monkeypatch.setattr(torch, "compile", lambda model: model)
+    monkeypatch.setattr(torch, "compile", lambda step_loss: step_loss)
     assert train.train(config, *tokens, str(tmp_path / "eager-again.pt"), compiling).compiled is False
