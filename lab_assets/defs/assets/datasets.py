@@ -96,7 +96,8 @@ def label_kind(labels: pd.Series) -> str:
 def content_version(df: pd.DataFrame) -> dg.DataVersion:
     """Data version from the table's values, so an unchanged output does not stale its users."""
     lists = [c for c in SPARSE_COLUMNS[:2] if c in df.columns]  # arrays per row: hashed as one array each
-    h = hashlib.sha256(pd.util.hash_pandas_object(df.drop(columns=lists), index=False).to_numpy().tobytes())
+    flat = df.drop(columns=lists) if lists else df  # drop copies the frame: most tables have no arrays
+    h = hashlib.sha256(pd.util.hash_pandas_object(flat, index=False).to_numpy().tobytes())
     for c in lists:
         h.update(df[c].map(len).to_numpy(dtype=np.int64).tobytes())
         h.update(np.concatenate([*df[c], np.empty(0, df[c].iloc[0].dtype if len(df) else np.float64)]).tobytes())

@@ -41,6 +41,7 @@ from lab_assets.dr import keystore
 from lab_assets.dr.metrics import METRICS, NotApplicable
 from lab_assets.dr.sweep import MetricConfig
 from lab_assets.runtime.data_versions import last_data_version
+from lab_assets.runtime.run_assets import run_assets
 
 CODE_VERSION = step_versions.declared(__name__)  # declared: defs/step_versions.py
 COMPUTED, CARRIED, CACHED = "computed", "carried", "cached"
@@ -114,7 +115,7 @@ def metrics(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     """One row per cell: every metric the cell's sweeps ask for, at every k. Columns whose code
     and inputs are unchanged are carried over from the cell's previous row; the rest come from
     one shared kNN search of the data and one of the embedding."""
-    if dg.AssetKey("embedding") not in (context.run.asset_selection or ()):
+    if dg.AssetKey("embedding") not in run_assets(context.instance, context.run):
         inflight.claim(context)  # the run's first step: a metrics-only run (defs/work.py)
     data_key, method_key, cell = cell_of(context)
     data, method = keystore.data_config(data_key), keystore.method_config(method_key)
