@@ -243,3 +243,23 @@ def test_slow_methods_cells_start_first_and_new_cells_bring_their_dataset(lab):
     assert methods == ["tsne", "tsne", "pca", "random_projection", "pca", "random_projection"]
     assert {r.job for r in cells.runs} == {CELLS_WITH_DATA}
     assert all(r.assets[:2] == ("raw_dataset", "dataset") and r.needs is None for r in cells.runs)
+
+
+def test_a_runs_job_is_subset_to_its_assets_once_a_process_and_its_plan_names_them():
+    """A run executed here goes through a job of exactly its assets, built once a process (an
+    `asset_selection` per run rebuilt it and its parent's snapshot each time); the run carries no
+    selection, and what it materializes is read from its plan (inflight claims rely on it)."""
+    import dagster as dg
+
+    from lab_assets.runner import local
+    from lab_assets.runtime.run_assets import run_assets
+
+    job = local._job(CELLS, ("embedding", "metrics"))
+    assert local._job(CELLS, ("embedding", "metrics")) is job
+    instance = dg.DagsterInstance.ephemeral()
+    for assets in (("embedding", "metrics"), ("metrics",)):
+        run = instance.create_run_for_job(local._job(CELLS, assets))
+        assert not run.asset_selection
+        assert run_assets(instance, run) == {dg.AssetKey(a) for a in assets}  # not `model`
+    whole = instance.create_run_for_job(local._job(CELLS_WITH_DATA, ()))
+    assert dg.AssetKey("model") in run_assets(instance, whole)

@@ -27,6 +27,7 @@ from lab_assets.runner.preload import definitions, warm_workers
 from lab_assets.runner.run import FAILED, INTERRUPTED, MATERIALIZED, WAITED, Interrupted, Outcome, name
 from lab_assets.runtime.instance import get_instance
 from lab_assets.runtime.orphans import owner
+from lab_assets.runtime.run_assets import job_of
 
 # The run's full event log is in the instance (`lab logs <run>`, the UI); the terminal gets one
 # line per failure from the caller, never Dagster's own step-failure traces (logged at ERROR).
@@ -90,11 +91,8 @@ def execute_run(run: Run, tags: dict[str, str]) -> Outcome:
 @cache
 def _job(job: str, assets: tuple[str, ...]) -> JobDefinition:
     """The job of exactly the run's assets (a cell whose embedding is fresh runs its metrics step
-    alone), built once a process. An `asset_selection` given to `execute_in_process` builds the
-    subset again in every run, with its parent's snapshot: 10-15 ms of a trivial cell's run. The
-    run then carries no selection; its stored plan names its assets (`runtime/run_assets.py`)."""
-    whole = definitions().resolve_job_def(job_name(job))
-    return whole.get_subset(asset_selection={AssetKey(a) for a in assets}) if assets else whole
+    alone), built once a process: 10-15 ms of a trivial cell's run when built per run."""
+    return job_of(definitions().resolve_job_def(job_name(job)), frozenset(AssetKey(a) for a in assets))
 
 
 def _execute(run: Run, tags: dict[str, str]) -> Outcome:

@@ -1,4 +1,5 @@
-"""The asset keys a run materializes, read from its own record in run storage.
+"""The asset keys a run materializes, read from its own record in run storage; and a job of
+exactly some assets, whose runs' plans name them.
 
 A run that selects assets (a backfill's run of the implicit asset job, a job launched with an
 `asset_selection`) carries them in `DagsterRun.asset_selection`; a run of a whole asset job
@@ -28,3 +29,11 @@ def run_assets(instance: dg.DagsterInstance, run: dg.DagsterRun) -> frozenset[dg
             _PLANNED.clear()
         _PLANNED[snapshot_id] = frozenset(instance.get_execution_plan_snapshot(snapshot_id).asset_selection)
     return _PLANNED[snapshot_id]
+
+
+def job_of(job: dg.JobDefinition, keys: frozenset[dg.AssetKey]) -> dg.JobDefinition:
+    """`job` with exactly `keys` (of a multi-asset: those outputs alone), through
+    `JobDefinition.get_subset` (not marked public). A caller keeps it: an `asset_selection` given to
+    `execute_in_process` builds this again, with the parent job's snapshot, in every run. Its runs
+    carry no `asset_selection`; their plan names `keys` (`run_assets`)."""
+    return job.get_subset(asset_selection=set(keys)) if keys else job
