@@ -34,6 +34,23 @@ def test_each_worker_is_warmed_once_before_its_runs_and_runs_queue_for_an_idle_o
     assert results == [(pid, [pid], SINGLE_THREADED)] * 3
 
 
+def _pid_after(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_runs_of_one_affinity_stay_on_the_worker_that_ran_one():
+    """A method's runs go to the worker that compiled its library (UMAP's numba code: ~10 s a
+    process): short `a` runs queued behind long `b` ones all run on one worker; first come, first
+    served would hand the second `b` to the `a` worker and the rest of the `a` runs to the other."""
+    with WarmWorkers(2) as workers:
+        workers.submit(os.getpid).result(timeout=120)  # both started and warm: a fair race
+        order = [("a", 0.05), ("b", 1.0), ("b", 1.0), ("a", 0.05), ("a", 0.05), ("a", 0.05)]
+        futures = [(key, workers.submit(_pid_after, seconds, affinity=key)) for key, seconds in order]
+        pids = {key: {f.result(timeout=120) for k, f in futures if k == key} for key in ("a", "b")}
+    assert len(pids["a"]) == 1 and pids["b"] - pids["a"], pids
+
+
 def _tell_and_sleep(path: str, seconds: float) -> None:
     with open(path, "w") as f:
         f.write(str(os.getpid()))

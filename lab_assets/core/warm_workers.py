@@ -131,7 +131,9 @@ class WarmWorkers:
         self._lock = threading.Lock()
         self._idle: list[ProcessPoolExecutor] = []
         self._busy: set[ProcessPoolExecutor] = set()
-        self._pending: deque[tuple[Future, Callable, tuple]] = deque()
+        # Runs not started, by affinity (None: any worker), in the order their affinities came.
+        self._pending: dict[str | None, deque[tuple[Future, Callable, tuple]]] = {}
+        self._ran: dict[ProcessPoolExecutor, set[str | None]] = {}  # the affinities each worker has run
         self._closed = False
         self.used = False  # a run was submitted: closing waits for the runs instead of ending the workers
         with self._lock:
@@ -144,14 +146,31 @@ class WarmWorkers:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def submit(self, fn: Callable, *args) -> Future:
-        """`fn(*args)` on the first idle worker; the future is the run's."""
+    def submit(self, fn: Callable, *args, affinity: str | None = None) -> Future:
+        """`fn(*args)` on the first idle worker; the future is the run's. Runs of one `affinity`
+        go to a worker that has run one before while any is left for it (a method's library
+        compiles its numba code once a process: UMAP's first fit ~10 s, the next 1.5 s); an idle
+        worker with none of its own takes an affinity no other worker has, else any run."""
         future: Future = Future()
         with self._lock:
             self.used = True
-            self._pending.append((future, fn, args))
+            self._pending.setdefault(affinity, deque()).append((future, fn, args))
         self._dispatch()
         return future
+
+    def _next(self, worker: ProcessPoolExecutor) -> tuple[Future, Callable, tuple]:
+        """The pending run `worker` takes (under the lock; something is pending)."""
+        mine = self._ran.setdefault(worker, set())
+        others = set().union(*(ran for w, ran in self._ran.items() if w is not worker))
+        own = [k for k in self._pending if k in mine]
+        key = own[0] if own else next((k for k in self._pending if k not in others), next(iter(self._pending)))
+        if key is not None:
+            mine.add(key)
+        queue = self._pending[key]
+        item = queue.popleft()
+        if not queue:
+            del self._pending[key]
+        return item
 
     def processes(self) -> list[multiprocessing.Process]:
         with self._lock:
@@ -170,7 +189,7 @@ class WarmWorkers:
         after their warm-up."""
         with self._lock:
             self._closed = True
-            pending, self._pending = list(self._pending), deque()
+            pending, self._pending = [item for queue in self._pending.values() for item in queue], {}
         for future, _, _ in pending:
             if future.cancel():
                 future.set_running_or_notify_cancel()  # tells as_completed and wait
@@ -216,10 +235,10 @@ class WarmWorkers:
             if self._code is not None and self._pending and self._code.renewed():
                 for worker in self._idle + list(self._busy):
                     worker.shutdown(wait=False)  # each finishes the run it has, then exits
-                self._idle, self._busy = [], set()
+                self._idle, self._busy, self._ran = [], set(), {}
             self._fill()
             while self._pending and self._idle:
-                future, fn, args = self._pending.popleft()
+                future, fn, args = self._next(self._idle[0])
                 if future.set_running_or_notify_cancel():  # False: cancelled while it waited
                     worker = self._idle.pop(0)
                     self._busy.add(worker)
@@ -246,6 +265,7 @@ class WarmWorkers:
                 self._busy.discard(worker)
                 if isinstance(error, BrokenProcessPool):
                     worker.shutdown(wait=False)  # it died: replaced at the next dispatch
+                    self._ran.pop(worker, None)
                 else:
                     self._idle.append(worker)
         self._dispatch()  # the next run first, then the caller hears of this one

@@ -38,6 +38,7 @@ class Run:
     assets: tuple[str, ...] = ()  # what a backfill requests of this partition
     needs: tuple[str, str] | None = None  # (job, partition) of an earlier run it reads: skipped if that one failed
     run_key: str | None = None  # makes a repeated sensor request launch once
+    affinity: str | None = None  # the cell's method: its runs go to a worker that ran one (`WarmWorkers.submit`)
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,10 @@ def sweep_work(plan: SweepPlan, recheck: Callable[[], SweepPlan] | None = None) 
             assets = ("metrics",)
         else:
             assets = ("model", "embedding", "metrics") if c.method in trainable else ("embedding", "metrics")
+        method = methods[c.method].method
         if (c.data, c.method) in new_data:
-            return Run(CELLS_WITH_DATA, c.partition, resources[c.method], DATA_ASSETS + assets)
-        return Run(CELLS, c.partition, resources[c.method], assets, needs=(DATASETS, c.partition))
+            return Run(CELLS_WITH_DATA, c.partition, resources[c.method], DATA_ASSETS + assets, affinity=method)
+        return Run(CELLS, c.partition, resources[c.method], assets, needs=(DATASETS, c.partition), affinity=method)
 
     cells = Phase(
         "cells",
