@@ -122,3 +122,14 @@ def test_training_reports_whether_its_steps_ran_compiled(monkeypatch, tmp_path):
     # eager, and the result says so rather than echo the backend's flag.
     monkeypatch.setattr(torch, "compile", lambda step_loss: step_loss)
     assert train.train(config, *tokens, str(tmp_path / "eager-again.pt"), compiling).compiled is False
+
+
+def test_cpu_training_keeps_the_per_tensor_optimizer_that_its_recorded_weights_came_from():
+    """The training step's version was kept when GPUs got the fused AdamW (defs/step_versions.py):
+    that holds only while a CPU trains with the per-tensor optimizer it always used."""
+    from lab_assets.training import gpt, train
+    from lab_assets.training.config import TrainConfig
+
+    model = gpt.build(depth=1, width=16, heads=2, seq_len=16, vocab=256, device="cpu", generator=torch.Generator())
+    defaults = train._optimizer(model, TrainConfig(steps=1)).defaults
+    assert (defaults["foreach"], defaults["fused"]) == (False, None)
