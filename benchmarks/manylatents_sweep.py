@@ -34,7 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
-from run_all import LAB, ROOT, project  # noqa: E402
+from cold_sweep import lab_env  # noqa: E402
+from run_all import LAB, project  # noqa: E402
 
 SEEDS = [0, 1, 2, 3]
 SWEEP = f"""name: manylatents_sweep
@@ -75,7 +76,7 @@ def manylatents(command: str) -> float:
 
 def lab(extra: dict) -> float:
     with project(SWEEP, "manylatents_sweep") as (folder, env, file):
-        env = {**env, "PYTHONPATH": str(ROOT), "LAB_SERVICE": "0", **extra}
+        env = {**lab_env(env), **extra}
         m = measure.run([*LAB, "sweep", "run", file, "--quiet"], env, folder)
         cells = list((folder / ".lab" / "assets" / "metrics").glob("*/*.parquet"))
         if len(cells) != RUNS:
