@@ -10,7 +10,9 @@ platform's extra seconds go.
   `LAB_WANDB=off`, against the two-process joblib loop and the serial loop
   (benchmarks/joblib_loop.py), interleaved, the order rotated each repetition; medians and ratios
   within this run, each figure with the load average when it started and the CPU seconds of its
-  process tree. The loops' values must equal the platform's (the same work). Then one more
+  process tree. UMAP's numba code is compiled once a machine (`dr/jit_cache.py`): `lab` runs
+  with it cached by an earlier sweep, `lab_first` after its cache is deleted (the first sweep
+  that runs UMAP on a machine); the loops compile it in each process, as umap-learn does. The loops' values must equal the platform's (the same work). Then one more
   `lab sweep run` under benchmarks/lab_probe.py: its phases before the first cell (imports,
   parse, register, plan, worker start), the cells, and after the last cell (metric table,
   report, the no-op answer saved), from the probe's spans and the Dagster event log, and per
@@ -354,11 +356,26 @@ def check_values(platform: dict[str, float], loops: dict[str, float], what: str)
     return worst
 
 
+def forget_umap_machine_code() -> int:
+    """Delete numba's cache of umap-learn's functions (`dr/jit_cache.py` writes it beside umap's
+    sources): the next process compiles them, as on a machine that never ran UMAP. Files deleted."""
+    import importlib.util
+
+    folder = Path(importlib.util.find_spec("umap").origin).parent / "__pycache__"
+    files = [*folder.glob("*.nbi"), *folder.glob("*.nbc")]
+    for f in files:
+        f.unlink()
+    return len(files)
+
+
 def sweep_part(repeats: int) -> dict:
-    order = ["serial", "joblib", "lab", "lab_wandb_off"]
+    order = ["serial", "joblib", "lab", "lab_first", "lab_wandb_off"]
     out: dict = {kind: [] for kind in order}
     for i in range(repeats):
-        for kind in order[i % 4 :] + order[: i % 4]:  # rotated: no side always runs first
+        n = i % len(order)
+        for kind in order[n:] + order[:n]:  # rotated: no side always runs first
+            if kind == "lab_first":
+                forget_umap_machine_code()
             if kind.startswith("lab"):
                 out[kind].append(lab_sweep(extra=WANDB_OFF if kind == "lab_wandb_off" else None))
             else:
@@ -368,11 +385,15 @@ def sweep_part(repeats: int) -> dict:
         out[f"{kind}_max_value_difference"] = max(
             check_values(lab["values"], r["values"], kind) for lab, r in zip(out["lab"], out[kind])
         )
+    # UMAP's machine code loaded from the cache computes what a fresh compile does.
+    for first, r in zip(out["lab_first"], out["joblib"]):
+        check_values(first["values"], r["values"], "lab_first")
     with tempfile.TemporaryDirectory() as probe:
         out["probed"] = lab_sweep(Path(probe))
     for kind in order:
         out[f"{kind}_median_s"] = med(r["wall_s"] for r in out[kind])
     out["lab_over_joblib"] = out["lab_median_s"] / out["joblib_median_s"]
+    out["lab_first_over_joblib"] = out["lab_first_median_s"] / out["joblib_median_s"]
     out["lab_over_serial"] = out["lab_median_s"] / out["serial_median_s"]
     return out
 
@@ -396,12 +417,14 @@ def markdown(r: dict) -> str:
                 s(sw[f"{kind}_median_s"]),
                 ", ".join(f"{x['cpu_s']:.1f}" for x in sw[kind] if "cpu_s" in x),
             ]
-            for kind in ("serial", "joblib", "lab", "lab_wandb_off")
+            for kind in ("serial", "joblib", "lab", "lab_first", "lab_wandb_off")
         ]
         parts += [
             "**12-cell sweep, cold, no warm service** (runs interleaved; wall s, load at start)",
             table(rows, ["path", "runs", "median s", "CPU s of the process tree"]),
             f"platform / joblib = **{sw['lab_over_joblib']:.2f}**, platform / serial = **{sw['lab_over_serial']:.2f}**, "
+            f"the platform's first sweep with UMAP on this machine (`lab_first`) / joblib = "
+            f"**{sw['lab_first_over_joblib']:.2f}**, "
             f"platform with `LAB_WANDB=off` / joblib = {sw['lab_wandb_off_median_s'] / sw['joblib_median_s']:.2f}; "
             f"values equal (max difference: joblib {sw['joblib_max_value_difference']:.1g}, "
             f"serial {sw['serial_max_value_difference']:.1g})",
@@ -409,10 +432,11 @@ def markdown(r: dict) -> str:
             compute_table(sw),
             "",
             phase_table(
-                [*sw["lab"], *sw["lab_wandb_off"], sw["probed"]],
+                [*sw["lab"], *sw["lab_first"], *sw["lab_wandb_off"], sw["probed"]],
                 "12-cell sweep",
                 [
                     *(f"run {i + 1}" for i in range(len(sw["lab"]))),
+                    *(f"first {i + 1}" for i in range(len(sw["lab_first"]))),
                     *(f"W&B off {i + 1}" for i in range(len(sw["lab_wandb_off"]))),
                     "probed",
                 ],

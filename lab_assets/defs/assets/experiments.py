@@ -18,7 +18,7 @@ from lab_assets.defs.assets.specs import data_version, method_spec, method_versi
 from lab_assets.defs.code_links import source_links
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import CELL
-from lab_assets.dr import keystore
+from lab_assets.dr import jit_cache, keystore
 from lab_assets.dr.datasets import DATASETS
 from lab_assets.dr.methods import true_latent
 from lab_assets.dr.sweep import readable_labels
@@ -99,6 +99,7 @@ def model_and_embedding(context: dg.AssetExecutionContext):
         return
     X = features(table)
     estimator = entry(data.seed, **method.params)
+    jit_cache.keep_compiled_for(estimator)  # umap: compiled once a machine, not once a process
     if method.method == true_latent.NAME and not method.estimator:  # the positive control embeds the truth
         found = latent_table.latent(data, rng(data.seed, GENERATE_STREAM), generated_by(data))
         estimator.latent = None if found is None else found.coords
