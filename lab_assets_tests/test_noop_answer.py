@@ -113,7 +113,7 @@ def test_a_sweep_reading_an_input_file_is_never_answered_from_a_saved_answer(lab
 
 
 # `lab sweep run`'s route in a process like `lab`'s own (a test process's import path differs, and
-# the saved answer's state covers it), with `loaded_workers` refusing to start any worker.
+# the saved answer's state covers it), with `warm_workers` refusing to start any worker.
 ROUTE = """
 import json, os, sys
 
@@ -125,11 +125,11 @@ answer = NoopAnswer(sys.argv[1], open(sys.argv[1], "rb").read(), 100)
 print(json.dumps([answer.load() is None, answer.cells_if_metrics_alone_changed()]), flush=True)
 
 
-def refuse(count):
+def refuse(count, fork):
     sys.exit(f"{count} workers started")
 
 
-commands.loaded_workers = refuse
+commands.warm_workers = refuse
 ran = commands.route_sweep_run(sys.argv[1], hand_over=lambda: None, workers=2)
 summary = ran.summary()
 print(json.dumps([ran.result.ok, summary.materialized["cells"], summary.metrics_only]))

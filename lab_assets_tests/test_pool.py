@@ -1,11 +1,9 @@
 """The sweep's worker pool (runner/preload.warm_workers): every worker started at once and warmed before its
 first run, W&B left to the first cell that logs; a pool never given a run is ended at once, one that ran
-waits for its runs; a command's workers forked with the definitions it loaded (`loaded_workers`)."""
+waits for its runs."""
 
-import json
 import os
 import signal
-import subprocess
 import sys
 
 import pytest
@@ -71,29 +69,3 @@ def test_a_rerun_here_is_priced_at_its_median_cells_recorded_step(monkeypatch):
     cells[0].assets = {"metrics": "new column"}
     del recorded[cells[0].partition]
     assert not sweeps.small_enough_here(plan)  # a cell without a recorded cost
-
-
-# In a fresh interpreter, as a command: each worker says which definitions it holds and its pid.
-LOADED = """
-import json, os
-from lab_assets.runner import preload
-
-def held():
-    return id(preload.definitions()), os.getpid()
-
-if __name__ == "__main__":
-    with preload.loaded_workers(2) as pool:
-        workers = [pool.submit(held).result(timeout=120) for _ in range(4)]
-    print(json.dumps({"here": id(preload.definitions()), "pid": os.getpid(), "workers": workers}))
-"""
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="forked on Linux only; spawned elsewhere")
-def test_a_commands_workers_start_with_the_definitions_it_loaded(lab):
-    # Forked once the command loaded them: the workers hold the command's very objects (a spawned
-    # worker would load its own, and could not even find a function of a `-c` script).
-    out = subprocess.run([sys.executable, "-c", LOADED], capture_output=True, text=True, timeout=300, cwd=lab)
-    assert out.returncode == 0, out.stderr
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {held for held, _ in seen["workers"]} == {seen["here"]}
-    assert seen["pid"] not in {pid for _, pid in seen["workers"]}

@@ -17,7 +17,7 @@ service (`runner/warm_service_process.py`).
   crash in native code) fails its own run only and is replaced; a run goes to an idle worker, or
   waits for the first one to free (one queue, as one shared executor would have).
 
-Standard library only: `lab sweep run` imports it before Dagster (`runner/preload.loaded_workers`).
+Standard library only: `lab sweep run` starts its workers before it imports Dagster.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@
   `RanHere.summary`): the CLI prints it, text or `--json`, with one function.
 
 Nothing heavy at import (the standard library, `core/settings`, `runner/warm_service.py`,
-`runner/preload.py`): the hand-over comes before Dagster, pandas or pydantic load; the workers are
-forked once the definitions are (`preload.loaded_workers`).
+`runner/preload.py`): the hand-over and the workers' start come before Dagster, pandas or pydantic load.
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, WarmWorkers, default_workers
+from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, default_workers
 from lab_assets.runner import warm_service
-from lab_assets.runner.preload import loaded_workers, warm_workers
+from lab_assets.runner.preload import warm_workers
 
 if TYPE_CHECKING:
     from lab_assets.dr.sweep import Sweep
@@ -181,14 +180,13 @@ def route_sweep_run(
         return Saved(answer, time.perf_counter() - start)
     if (code := hand_over()) is not None:
         return Handed(code)
-    # The workers start first: their warm-up overlaps this process's instance and plan
-    # (`preload.loaded_workers`; in the warm service, forked loaded). Not for a re-run that can only
-    # compute metrics of a few cells (metrics added to the file): it runs in this process
-    # (`sweeps.small_enough_here`), and workers warming up meanwhile only slow it down (issue 44);
-    # if it is bigger after all, the plan starts them.
+    # The workers start first: their imports and warm-up overlap this process's (preload.warm_workers).
+    # Not for a re-run that can only compute metrics of a few cells (metrics added to the file):
+    # it runs in this process (`sweeps.small_enough_here`), and workers warming up meanwhile
+    # only slow it down (issue 44); if it is bigger after all, the plan starts them.
     count = workers or default_workers()
     first = not submit and count > 1 and not _few_metrics_steps(noop)
-    with _workers(count) if first else nullcontext() as pool:
+    with warm_workers(count, fork=warm_service.inside()) if first else nullcontext() as pool:
         from lab_assets.dr.sweep import load_sweep, parse_sweep  # Dagster and pandas: after the workers started
         from lab_assets.runner.sweeps import materialize_sweep
         from lab_assets.runner.webserver import SubmitError
@@ -207,10 +205,6 @@ def route_sweep_run(
         except SubmitError as e:
             return Refused(str(e))
         return RanHere(sweep, result, noop)
-
-
-def _workers(count: int) -> WarmWorkers:
-    return warm_workers(count, fork=True) if warm_service.inside() else loaded_workers(count)
 
 
 def _few_metrics_steps(noop: NoopAnswer | None) -> bool:

@@ -1,16 +1,15 @@
 """What a process loads before it executes runs: the definitions, and what a process's first
 cell run would otherwise load on the way (`load`), once per warm worker (`warm`: sweep workers,
 the UI launcher's workers named in dagster.yaml) or once per warm service (runner/warm_service_process.py).
-Nothing heavy is imported at module level: `lab sweep run` decides how to start its workers
-(`loaded_workers`) before it has loaded anything.
+Nothing heavy is imported at module level: `lab sweep run` starts its workers (`warm_workers`)
+before it has loaded anything.
 """
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 
-from lab_assets.core.warm_workers import WarmWorkers, prepare_to_fork
+from lab_assets.core.warm_workers import WarmWorkers
 
 
 @cache
@@ -46,19 +45,6 @@ def warm() -> None:
     worker's first run by that much (issue 44), so the first cell that logs imports them
     (`tracking.track_cell`). A worker forked from the warm service has them loaded already."""
     load(wandb=False)
-
-
-def loaded_workers(workers: int) -> WarmWorkers:
-    """A command's workers outside the warm service: on Linux, forked once this process has loaded
-    the definitions (alone on a core: ~1 s), so that they start with them loaded, not each loading
-    them again while this process does (three processes on two cores). Measured on the 12-cell
-    sweep (issue 44): the first cell 0.6-0.9 s sooner, 2.1-2.4 CPU-s less. Elsewhere (fork is not
-    safe on macOS) spawned at once. `warm_workers(fork=True)` falls back to spawning if a thread runs."""
-    if sys.platform != "linux":
-        return warm_workers(workers)
-    prepare_to_fork()  # before NumPy and numba load
-    definitions()
-    return warm_workers(workers, fork=True)
 
 
 def warm_workers(workers: int, fork: bool = False) -> WarmWorkers:
