@@ -31,21 +31,28 @@ def keep_compiled_for(estimator: Any) -> int:
     return keep_compiled(package) if package in LIBRARIES else 0
 
 
+def jitted(package: str) -> list:
+    """The numba functions (dispatchers) of `package`'s loaded modules, each once."""
+    from numba.core.dispatcher import Dispatcher
+
+    return list(
+        {
+            id(value): value
+            for name, module in list(sys.modules.items())
+            if name == package or name.startswith(f"{package}.")
+            for value in list(vars(module).values())
+            if isinstance(value, Dispatcher)
+        }.values()
+    )
+
+
 @cache
 def keep_compiled(package: str) -> int:
     """Turn numba's disk cache on for the jitted functions in `package`'s loaded modules (after
     importing it, before its first call; once a process). Returns how many; 0 where numba finds no
     folder to write its cache to (nothing changes then)."""
-    from numba.core.dispatcher import Dispatcher
-
-    functions = {
-        id(value): value
-        for name, module in list(sys.modules.items())
-        if name == package or name.startswith(f"{package}.")
-        for value in list(vars(module).values())
-        if isinstance(value, Dispatcher)
-    }
-    for function in functions.values():
+    functions = jitted(package)
+    for function in functions:
         try:
             function.enable_caching()
         except RuntimeError:  # "cannot cache function ...: no locator available"
