@@ -40,8 +40,8 @@ def _pid_after(seconds: float) -> int:
 
 
 def test_runs_of_one_affinity_stay_on_the_worker_that_ran_one():
-    """A method's runs go to the worker that compiled its library (UMAP's numba code: ~10 s a
-    process): short `a` runs queued behind long `b` ones all run on one worker; first come, first
+    """A method's runs go to the worker that compiled its library (UMAP's numba code: ~12 s a
+    process on a machine's first sweep): short `a` runs queued behind long `b` ones all run on one worker; first come, first
     served would hand the second `b` to the `a` worker and the rest of the `a` runs to the other."""
     with WarmWorkers(2) as workers:
         workers.submit(os.getpid).result(timeout=120)  # both started and warm: a fair race
@@ -49,6 +49,26 @@ def test_runs_of_one_affinity_stay_on_the_worker_that_ran_one():
         futures = [(key, workers.submit(_pid_after, seconds, affinity=key)) for key, seconds in order]
         pids = {key: {f.result(timeout=120) for k, f in futures if k == key} for key in ("a", "b")}
     assert len(pids["a"]) == 1 and pids["b"] - pids["a"], pids
+
+
+def _span(seconds: float) -> tuple[int, float, float]:
+    start = time.time()
+    time.sleep(seconds)
+    return os.getpid(), start, time.time()
+
+
+def test_runs_submitted_together_start_on_different_affinities():
+    """A sweep's runs, slow method first (two UMAP cells, then short ones), submitted together:
+    the second idle worker starts the short ones, not the second UMAP cell (handed out one by one,
+    both workers compiled UMAP: a machine's first 12-cell sweep 32 s instead of 24); once they are
+    done it takes the UMAP cell left."""
+    with WarmWorkers(2) as workers:
+        workers.submit(os.getpid).result(timeout=120)  # both started and warm
+        order = [("b", 2.0), ("b", 2.0)] + [("a", 0.05)] * 4
+        futures = workers.submit_all([(_span, (seconds,), key) for key, seconds in order])
+        (b1, b2, *a) = [f.result(timeout=120) for f in futures]
+    assert {pid for pid, _, _ in a} == {b2[0]} != {b1[0]}, (b1, b2, a)
+    assert a[-1][2] <= b2[1] < b1[2], "the short runs first, then the second slow one, beside the first"
 
 
 def _tell_and_sleep(path: str, seconds: float) -> None:

@@ -28,7 +28,7 @@ import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -147,16 +147,25 @@ class WarmWorkers:
         self.close()
 
     def submit(self, fn: Callable, *args, affinity: str | None = None) -> Future:
-        """`fn(*args)` on the first idle worker; the future is the run's. Runs of one `affinity`
-        go to a worker that has run one before while any is left for it (a method's library
-        compiles its numba code once a process: UMAP's first fit ~10 s, the next 1.5 s); an idle
-        worker with none of its own takes an affinity no other worker has, else any run."""
-        future: Future = Future()
+        """`fn(*args)` on the first idle worker; the future is the run's (`submit_all`)."""
+        return self.submit_all([(fn, args, affinity)])[0]
+
+    def submit_all(self, calls: Sequence[tuple[Callable, tuple, str | None]]) -> list[Future]:
+        """Each `(fn, args, affinity)` on the first idle worker; the futures are the runs'. Runs of
+        one affinity go to a worker that has run one before while any is left for it (a method's
+        library loads or compiles its numba code once a process: UMAP's first fit ~3 s with its
+        cache, ~12 s on a machine's first); an idle worker with none of its own takes an affinity
+        no other worker has, else any run. All are queued before any is handed out: handed out as
+        they came, a sweep's first two runs (two UMAP cells) went to both idle workers, and both
+        compiled UMAP."""
+        futures: list[Future] = []
         with self._lock:
             self.used = True
-            self._pending.setdefault(affinity, deque()).append((future, fn, args))
+            for fn, args, affinity in calls:
+                futures.append(Future())
+                self._pending.setdefault(affinity, deque()).append((futures[-1], fn, args))
         self._dispatch()
-        return future
+        return futures
 
     def _next(self, worker: ProcessPoolExecutor) -> tuple[Future, Callable, tuple]:
         """The pending run `worker` takes (under the lock; something is pending)."""

@@ -139,7 +139,7 @@ class LocalTarget:
                 if outcomes[-1].status == INTERRUPTED:  # Dagster swallowed the KeyboardInterrupt
                     raise Interrupted(outcomes)
             return outcomes
-        futures = [self.pool.submit(execute_run, r, tags, affinity=r.affinity) for r in runs]
+        futures = self.pool.submit_all([(execute_run, (r, tags), r.affinity) for r in runs])
         try:
             for f in as_completed(futures):
                 outcomes.append(f.result())
