@@ -34,33 +34,30 @@ def test_each_worker_is_warmed_once_before_its_runs_and_runs_queue_for_an_idle_o
     assert results == [(pid, [pid], SINGLE_THREADED)] * 3
 
 
-def _pid_after(seconds: float) -> int:
-    time.sleep(seconds)
-    return os.getpid()
-
-
-def test_runs_of_one_affinity_stay_on_the_worker_that_ran_one():
-    """A method's runs go to the worker that compiled its library (UMAP's numba code: ~12 s a
-    process on a machine's first sweep): short `a` runs queued behind long `b` ones all run on one worker; first come, first
-    served would hand the second `b` to the `a` worker and the rest of the `a` runs to the other."""
-    with WarmWorkers(2) as workers:
-        workers.submit(os.getpid).result(timeout=120)  # both started and warm: a fair race
-        order = [("a", 0.05), ("b", 1.0), ("b", 1.0), ("a", 0.05), ("a", 0.05), ("a", 0.05)]
-        futures = [(key, workers.submit(_pid_after, seconds, affinity=key)) for key, seconds in order]
-        pids = {key: {f.result(timeout=120) for k, f in futures if k == key} for key in ("a", "b")}
-    assert len(pids["a"]) == 1 and pids["b"] - pids["a"], pids
-
-
 def _span(seconds: float) -> tuple[int, float, float]:
+    """(pid, start, end) of a run that sleeps `seconds`."""
     start = time.time()
     time.sleep(seconds)
     return os.getpid(), start, time.time()
 
 
+def test_runs_of_one_affinity_stay_on_the_worker_that_ran_one():
+    """A method's runs go to the worker that compiled its library (UMAP's numba code: ~12 s a
+    process on a machine's first sweep): short `a` runs queued behind long `b` ones all run on
+    one worker; first come, first served would hand the second `b` to the `a` worker and the rest
+    of the `a` runs to the other."""
+    with WarmWorkers(2) as workers:
+        workers.submit(os.getpid).result(timeout=120)  # both started and warm: a fair race
+        order = [("a", 0.05), ("b", 1.0), ("b", 1.0), ("a", 0.05), ("a", 0.05), ("a", 0.05)]
+        futures = [(key, workers.submit(_span, seconds, affinity=key)) for key, seconds in order]
+        pids = {key: {f.result(timeout=120)[0] for k, f in futures if k == key} for key in ("a", "b")}
+    assert len(pids["a"]) == 1 and pids["b"] - pids["a"], pids
+
+
 def test_runs_submitted_together_start_on_different_affinities():
     """A sweep's runs, slow method first (two UMAP cells, then short ones), submitted together:
     the second idle worker starts the short ones, not the second UMAP cell (handed out one by one,
-    both workers compiled UMAP: a machine's first 12-cell sweep 32 s instead of 24); once they are
+    both workers compiled UMAP: a machine's first 12-cell sweep 33.7 s instead of 26.7); once they are
     done it takes the UMAP cell left."""
     with WarmWorkers(2) as workers:
         workers.submit(os.getpid).result(timeout=120)  # both started and warm
