@@ -1,7 +1,8 @@
 """Fixed costs against sweep size (issue #15): trivial cells (isomap on 60 points, one kNN
 metric), where only the platform costs. For each size, from an empty project:
 
-- plan: `lab sweep plan --json` before anything ran (registry, keys, one status per cell);
+- plan: `lab sweep plan --json` before anything ran (registry, keys, one status per cell); with
+  --baseline also REPEATS times each, interleaved with another checkout's, each in a new project;
 - run: `lab sweep run` (2 workers), wall per cell end to end, and peak memory of the command's
   own process and of its tree (sizes up to --run-up-to only: 10,000 real runs take too long on
   2 cores);
@@ -57,8 +58,21 @@ def baseline_run(cells: int, baseline: Path) -> float:
         ).seconds
 
 
+def plan_seconds(cells: int, code: Path) -> float:
+    """`lab sweep plan --json` by a checkout's code, in an empty project of its own (seconds)."""
+    with project(sweep_text(cells), "scaling") as (folder, env, file):
+        return measure.run([*LAB, "sweep", "plan", file, "--json"], with_code(env, code), folder).seconds
+
+
 def measure_size(cells: int, run: bool, repeats: int, baseline: Path | None, run_baseline: bool = True) -> dict:
     out: dict = {"cells": cells, "load_before": os.getloadavg()[0]}
+    if baseline is not None:  # the first plan, each code's in a new project, interleaved
+        plan_seconds(cells, baseline), plan_seconds(cells, ROOT)  # untimed: bytecode compiled, files cached
+        pairs = [(plan_seconds(cells, baseline), plan_seconds(cells, ROOT)) for _ in range(repeats)]
+        out["plan_baseline_s"], out["plan_each_s"] = [b for b, _ in pairs], [t for _, t in pairs]
+        out["ratio_plan_over_baseline"] = statistics.median(out["plan_each_s"]) / statistics.median(
+            out["plan_baseline_s"]
+        )
     if run and baseline is not None and run_baseline:  # before this code's run: the two runs see similar loads
         out["run_baseline_s"] = baseline_run(cells, baseline)
         out["run_baseline_per_cell_s"] = out["run_baseline_s"] / cells
