@@ -112,10 +112,14 @@ metrics:
 """
 
 
-# Test files that need at most one core and start no `lab` process that runs cells (single-threaded
-# computations in the test's own process, kubectl, pytest's own collection, test_fast_exit.py's
-# short processes one at a time: 106 s of the slow target), or mostly wait (test_cluster.py: on
-# Postgres, a cluster's processes, polls and outages).
+# The files whose tests run on one xdist worker, beside the others' on the other. Single-core
+# ones (computations in the test's own process, kubectl, ruff and import-linter, collection), the
+# cluster's (mostly waiting: on Postgres, a cluster's processes, polls and outages), and, to balance
+# CI's two cores, files that run cells but time nothing tight, start no warm service and edit no
+# package source (a copied package is edited in test_lab_impact.py, test_staleness_real_edits.py,
+# test_versions_by_meaning.py). Measured with `--durations=0` on the 2-core VM: the slow target's
+# two sides were 11 and 31 min before test_slow_sweeps.py and test_staleness_real_edits.py came
+# here (24 min after), the default target's 3 and 12 min before the files that run cells came.
 BESIDE = {
     f"lab_assets_tests/{name}.py"
     for name in (
@@ -144,6 +148,21 @@ BESIDE = {
         "test_partitions",
         "test_snapshot",
         "test_mutation_reach",
+        # Run cells: here to balance the two workers.
+        "test_slow_sweeps",
+        "test_staleness_real_edits",
+        "test_lab_impact",
+        "test_architecture",
+        "test_cluster_config",
+        "test_definitions",
+        "test_dagster_guards",
+        "test_h5ad",
+        "test_autoencoder",
+        "test_sensors",
+        "test_summary",
+        "test_versions_by_meaning",
+        "test_study_cli",
+        "test_lab_check",
     )
 }
 
