@@ -83,7 +83,9 @@ def check_table(sweep, ks: list[int]):
 ONE_SEED = ("seeds: [0, 1, 2]", "seeds: [0]")
 
 
-@pytest.mark.parametrize("name,ks,seeds", [("demo", [10, 30], None), ("dr_benchmark", [15, 50, 100], ONE_SEED)])
+@pytest.mark.parametrize(
+    "name,ks,seeds", [("demo", [10, 30], None), ("dr_benchmark", [15, 50, 100], ONE_SEED)], ids=["demo", "dr_benchmark"]
+)
 def test_bundled_sweep_full_size(lab, name, ks, seeds):
     text = (REPO / "sweeps" / f"{name}.yaml").read_text()
     if seeds:

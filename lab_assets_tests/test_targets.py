@@ -7,8 +7,8 @@ import sys
 from lab_assets_tests.conftest import REPO
 
 SLOW = {
-    "lab_assets_tests/test_slow_sweeps.py::test_bundled_sweep_full_size[demo-ks0]",
-    "lab_assets_tests/test_slow_sweeps.py::test_bundled_sweep_full_size[dr_benchmark-ks1]",
+    "lab_assets_tests/test_slow_sweeps.py::test_bundled_sweep_full_size[demo]",
+    "lab_assets_tests/test_slow_sweeps.py::test_bundled_sweep_full_size[dr_benchmark]",
     "lab_assets_tests/test_slow_sweeps.py::test_one_thousand_cells",
     # Over ~30 s each: the default run stays under 15 minutes on CI's 2 cores (AGENTS.md, "Tests").
     "lab_assets_tests/test_browser.py::test_a_person_launches_one_sweeps_missing_cells_and_reads_the_report",
