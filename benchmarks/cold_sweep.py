@@ -263,9 +263,11 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
     workers = {}
     parts: dict[str, float] = defaultdict(float)
     run_spans = []
+    running = 0  # processes that ran runs: the parent, or the workers
     for pid, ss in by_pid.items():
         mine = [x for x in ss if x["kind"] == "phase" and x["name"] == "run"]  # `--workers 1`: the parent's
         run_spans += mine
+        running += bool(mine)
         for x in ss:
             if x["kind"] == "part" and any(r["start"] <= x["start"] <= r["end"] for r in mine):
                 parts[x["name"]] += x["own"]
@@ -296,6 +298,7 @@ def probed(folder: Path, launched: float, runs: list[dict]) -> dict:
         "worker_run_spans_s": executed,
         "dagster_runs_s": sum(r["end"] - r["start"] for r in runs),
         "cell_runs": len(cell_runs),
+        "running_processes": running,
     }
 
 
@@ -326,15 +329,16 @@ def add_metric(folder: Path, env: dict, file: str, metric: str, flags: list[str]
     launched, seconds, at, cpu = lab_command(folder, env, ["sweep", "run", file, "--quiet", *flags], probe)
     runs = run_events(folder / ".lab" / "dagster", since=launched)
     compute = sum(r["compute"].get("metrics", 0.0) for r in runs if r["job"] in CELL_JOBS)
-    workers = 1 if flags else len(os.sched_getaffinity(0))
+    seen = probed(probe, launched, runs)
     return {
         "wall_s": seconds,
         "cpu_s": cpu,
         "load": at,
         "metrics_compute_s": compute,
-        "beyond_compute_s": seconds - compute / workers,
+        # Compute spread over the processes that ran the cells (this one alone: all of it).
+        "beyond_compute_s": seconds - compute / seen["running_processes"],
         **phases(runs, launched, seconds),
-        "probe": probed(probe, launched, runs),
+        "probe": seen,
     }
 
 
@@ -464,7 +468,7 @@ def markdown(r: dict) -> str:
         for a in ADDITIONS:
             parts += [
                 f"{a}: compute {s(med(x['metrics_compute_s'] for x in c[a]))} s summed over the 8 metrics steps; "
-                f"wall minus compute / workers: **{s(med(x['beyond_compute_s'] for x in c[a]))} s**",
+                f"wall minus compute / processes that ran cells: **{s(med(x['beyond_compute_s'] for x in c[a]))} s**",
                 phase_table(c[a], a, [f"run {i + 1}" for i in range(len(c[a]))]),
                 probe_tables(c[a][-1]["probe"], 8),
             ]

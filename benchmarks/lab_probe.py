@@ -48,7 +48,8 @@ PHASES = {
 # Functions of ours inside a cell's run, by what they are for (exclusive seconds per run).
 PARTS = {
     "lab_assets.defs.tracked": {"track": "W&B offline run"},
-    "lab_assets.core.tracking": {"warm": "W&B warm-up", "track_sweep": "report: W&B sweep run"},
+    "lab_assets.core.tracking": {"warm": "W&B warm-up"},
+    "lab_assets.core.tracking_process": {"track_sweep": "report: W&B sweep run"},
     "lab_assets.defs.assets.reports": {"report_files": "report: tables (and matplotlib's import)"},
     "lab_assets.dr.figures": {"embeddings_grid": "report: embeddings figure", "metric_curves": "report: curves figure"},
     "lab_assets.dr.html_report": {"report_html": "report: report.html"},

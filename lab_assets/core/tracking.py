@@ -196,8 +196,16 @@ def track_cell(
         return {"wandb_mode": chosen, "wandb_error": f"{type(e).__name__}: {e}"}
 
 
-def track_sweep(sweep: str, summary) -> dict[str, Any]:
-    """Log a sweep's summary over seeds (a DataFrame) as the Table `summary` of the sweep's run."""
+def table_rows(summary) -> tuple[list[str], list[list]]:
+    """A DataFrame's columns and rows as a W&B Table takes them, missing values (pandas' NA in a
+    nullable rank, NaN) as null: W&B types a column by its values."""
+    cells = summary.astype(object).where(summary.notna(), None)
+    return list(cells.columns), cells.to_numpy().tolist()
+
+
+def track_sweep(sweep: str, columns: list[str], rows: list[list]) -> dict[str, Any]:
+    """Log a sweep's summary over seeds (`table_rows` of its DataFrame) as the Table `summary` of
+    the sweep's run."""
     chosen = mode()
     if chosen == "disabled":
         return {"wandb_mode": chosen}
@@ -205,8 +213,7 @@ def track_sweep(sweep: str, summary) -> dict[str, Any]:
         import wandb
 
         run = _init(wandb, chosen, "sweep", sweep, sweep, [sweep], {"sweep": sweep})
-        # Missing values (pandas' NA in a nullable rank, NaN) as null: W&B types a column by its values.
-        run.log({"summary": wandb.Table(dataframe=summary.astype(object).where(summary.notna(), None))})
+        run.log({"summary": wandb.Table(columns=columns, data=rows)})
         where = run.path if chosen == "online" else str(run.dir)
         run.finish()
         return {"wandb_mode": chosen, "wandb_run_id": run.id, "wandb_run": where}

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from lab_assets.core import layout, storage
+from lab_assets.core import layout, storage, tracking_process
 from lab_assets.core.settings import CACHE_FOLDER, lab_home
 from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, WarmWorkers, default_workers
 from lab_assets.defs.assets.reports import report_dir
@@ -97,12 +97,15 @@ def materialize_sweep(
     work = sweep_work(before, recheck=lambda: plan(sweep, verify))
     if submit:
         target = WebserverTarget(submit)
-    elif small_enough_here(before):
-        if pool is not None:
-            pool.close()  # never used: its workers end now, mid-warm-up
-        target = LocalTarget(1)
     else:
-        target = LocalTarget(min(workers or default_workers(), len(before.pending_cells())), pool)
+        if small_enough_here(before):
+            if pool is not None:
+                pool.close()  # never used: its workers end now, mid-warm-up
+            target = LocalTarget(1)
+        else:
+            target = LocalTarget(min(workers or default_workers(), len(before.pending_cells())), pool)
+        if target.pool is None:  # its runs log to W&B from this process
+            tracking_process.start()
     with target:
         result = run_work(work, target, progress or no_progress)
     result.before, result.seconds = before, time.perf_counter() - start
@@ -111,6 +114,7 @@ def materialize_sweep(
 
 def materialize_report(sweep: Sweep) -> Result:
     """`lab report`: the metric table and the sweep's report, here, whatever their status."""
+    tracking_process.start()
     upgrade_lab_home()
     register_and_plan(sweep)
     with LocalTarget(1) as here:

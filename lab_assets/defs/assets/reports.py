@@ -11,7 +11,7 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets.core import lineage, storage, tracking
+from lab_assets.core import lineage, storage, tracking_process
 from lab_assets.core.integrity import of_bytes
 from lab_assets.defs import inflight, integrity, step_versions
 from lab_assets.defs.assets.datasets import content_version, with_names
@@ -133,7 +133,7 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         # Replaced as a whole or not at all: figures and tables never of two versions.
         paths = storage.replace_folder(report_dir(sweep.name), files)
     table = storage.parquet_frame(files["metrics.parquet"])
-    wandb = tracking.track_sweep(sweep.name, storage.parquet_frame(files["summary.parquet"]))
+    wandb = tracking_process.track_sweep(sweep.name, storage.parquet_frame(files["summary.parquet"]))
     if "wandb_error" in wandb:
         context.log.warning(f"W&B tracking failed (the report is fine): {wandb['wandb_error']}")
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)

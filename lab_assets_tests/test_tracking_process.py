@@ -1,0 +1,123 @@
+"""The tracking process (core/tracking_process.py): a command's W&B runs logged on the other core
+answer what logging them in the command would, and where it cannot (gone, another lab home, a
+value JSON cannot carry) the run is logged in the command itself, never lost and never failing a
+cell. What the runs hold either way: test_results.py (`logged_from`)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab_assets.core import tracking, tracking_process
+from lab_assets_tests.conftest import lab_cli
+
+
+@pytest.fixture
+def remote(lab, monkeypatch):
+    """A tracking process started for the `lab` project; stopped at the end."""
+    monkeypatch.setattr(tracking_process, "worth_it", lambda: True)
+    tracking_process.start()
+    assert tracking_process._current is not None
+    yield tracking_process._current[1]
+    tracking_process.stop(wait=30)
+
+
+def folders(home: Path) -> list[str]:
+    return sorted(p.name for p in (home / "wandb" / "wandb").glob("offline-run-*"))
+
+
+def log(cell: str, **config) -> dict:
+    return tracking_process.track_cell(cell, ["tiny"], {"cell": cell, **config}, {"trustworthiness@k=5": 0.5})
+
+
+def test_a_run_logged_there_is_answered_as_here_and_a_lost_process_falls_back(lab, remote, monkeypatch):
+    answer = log("a")
+    assert answer["wandb_mode"] == "offline" and answer["wandb_run_id"] == tracking.run_id("cell", "a")
+    assert Path(answer["wandb_run"]).is_dir() and str(lab / ".lab" / "wandb") in answer["wandb_run"]
+    assert folders(lab / ".lab") == [f"{Path(answer['wandb_run']).parent.name}"]
+
+    # Killed (out of memory, say): the next run is logged here and the process is forgotten.
+    remote._process.kill()
+    remote._process.wait()
+    again = log("b")
+    assert again["wandb_run_id"] == tracking.run_id("cell", "b") and Path(again["wandb_run"]).is_dir()
+    assert tracking_process._current is None
+    assert len(folders(lab / ".lab")) == 2
+
+
+def test_another_lab_home_or_a_value_json_cannot_carry_is_logged_here(lab, remote, monkeypatch, tmp_path):
+    # A config value JSON cannot carry: W&B in this process takes it as it would have.
+    seen = []
+    monkeypatch.setattr(tracking, "track_cell", lambda *args, **kwargs: seen.append(args[0]) or {"here": True})
+    assert log("a", shape={1, 2}) == {"here": True} and seen == ["a"]
+    assert tracking_process._current is not None  # still there for the next run
+    assert log("b")["wandb_run_id"] == tracking.run_id("cell", "b") and seen == ["a"]
+
+    # Started for one lab home, asked from another: logged here, and the process is let go.
+    monkeypatch.setenv("LAB_HOME", str(tmp_path / "other"))
+    assert log("c") == {"here": True} and seen == ["a", "c"]
+    assert tracking_process._current is None
+    remote._process.wait(30)  # it ends once its stdin is closed
+
+
+def test_a_forked_child_logs_its_own_runs(lab, remote):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's tracking process is not its own
+        os.close(read)
+        answer = tracking_process._remote({"kind": "cell"})
+        os.write(write, b"none" if answer is None else b"remote")
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 16) == b"none"
+    assert tracking_process._current is not None  # the parent's own is untouched
+
+
+def tracking_children(pid: int) -> list[int]:
+    """Processes whose parent is `pid` running `python -m lab_assets.core.tracking_process`."""
+    out = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            ppid = next(int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("PPid:"))
+            cmdline = (status.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, StopIteration):  # ended meanwhile
+            continue
+        if ppid == pid and b"lab_assets.core.tracking_process" in cmdline:
+            out.append(int(status.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no tracking process")
+def test_a_metrics_only_rerun_without_a_terminal_logs_its_runs_from_a_tracking_process(lab):
+    assert lab_cli("sweep", "run", "sweeps/tiny.yaml", "--quiet", cwd=lab).returncode == 0
+    before = folders(lab / ".lab")
+    sweep = lab / "sweeps" / "tiny.yaml"
+    sweep.write_text(sweep.read_text() + "  continuity: {k: [5]}\n")
+    command = subprocess.Popen(
+        [sys.executable, "-m", "lab_assets.cli.main", "sweep", "run", "sweeps/tiny.yaml", "--quiet"],
+        cwd=lab,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    seen: set[int] = set()
+    while command.poll() is None:
+        seen.update(tracking_children(command.pid))
+        time.sleep(0.01)
+    out, err = command.communicate()
+    assert command.returncode == 0, err
+    assert len(seen) == 1, "the re-run ran its cells in its own process: one tracking process, started by it"
+    (helper,) = seen
+    assert b"wandb" not in err.lower()  # W&B's messages stay as quiet as in the command
+    # Every run of the re-run was logged: one more folder per cell, one for the sweep's run.
+    new = sorted(f.rsplit("-", 1)[1] for f in folders(lab / ".lab") if f not in before)
+    assert new == sorted({f.rsplit("-", 1)[1] for f in before})
+    # It ends with the command: closing its stdin ends it once W&B has closed its runs.
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{helper}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert time.monotonic() < deadline, "the tracking process outlived its command by 30 s"
