@@ -93,7 +93,7 @@ def run_folders(lab: Path) -> dict[str, list[Path]]:
 
 
 @pytest.fixture(params=["here", "tracking process"])
-def logged_from(request, monkeypatch):
+def logged_from(request, lab, monkeypatch):
     """Where the runs are logged: in the test's process, or in a tracking process started by the
     sweep's in-process runs (core/tracking_process.py); then every run must be logged there (W&B
     in the test's process fails)."""
