@@ -1,7 +1,7 @@
 """What a cell's W&B run records (`core/tracking.py` logs it, here or in the command's tracking
-process: `core/tracking_process.py`), from what the metrics step has in
-hand: the flat config, the embedding's scatter plot (the UI's thumbnail), and the dataset and the
-embedding as Artifacts by reference to their storage URLs (the lineage W&B draws).
+process: `core/tracking_process.py`), from what the metrics step has in hand: the flat config, the
+embedding's scatter plot (the UI's thumbnail), and the dataset and the embedding as Artifacts by
+reference to their storage URLs (the lineage W&B draws).
 
 Not in an asset module: what W&B is sent is no part of any cell's data, so changing it stales nothing.
 """
