@@ -33,7 +33,7 @@ def log(cell: str, **config) -> dict:
     return tracking_process.track_cell(cell, ["tiny"], {"cell": cell, **config}, {"trustworthiness@k=5": 0.5})
 
 
-def test_a_run_logged_there_is_answered_as_here_and_a_lost_process_falls_back(lab, remote, monkeypatch):
+def test_a_run_logged_there_is_answered_as_here_and_a_lost_process_falls_back(lab, remote):
     answer = log("a")
     assert answer["wandb_mode"] == "offline" and answer["wandb_run_id"] == tracking.run_id("cell", "a")
     assert Path(answer["wandb_run"]).is_dir() and str(lab / ".lab" / "wandb") in answer["wandb_run"]
@@ -44,6 +44,7 @@ def test_a_run_logged_there_is_answered_as_here_and_a_lost_process_falls_back(la
     remote._process.wait()
     again = log("b")
     assert again["wandb_run_id"] == tracking.run_id("cell", "b") and Path(again["wandb_run"]).is_dir()
+    assert sorted(again) == sorted(answer)  # the same metadata, logged here
     assert tracking_process._current is None
     assert len(folders(lab / ".lab")) == 2
 
