@@ -99,6 +99,7 @@ def start() -> None:
     stop()
     if worth_it():
         _current = (_context(), TrackingProcess())
+        atexit.unregister(stop)  # once, however often a long-lived process starts one
         atexit.register(stop)
 
 
@@ -130,19 +131,19 @@ def _remote(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def track_cell(cell, sweeps, config, values, image=None, uses=(), logs=()) -> dict[str, Any]:
     """`tracking.track_cell` (its arguments), in the tracking process if this process started one."""
-    request = {
-        "kind": "cell",
-        "cell": cell,
-        "sweeps": sweeps,
-        "config": config,
-        "values": values,
-        "image": None if image is None else base64.b64encode(image).decode(),
-        "uses": [vars(r) for r in uses],
-        "logs": [vars(r) for r in logs],
-    }
-    answer = _remote(request)
-    if answer is not None:
-        return answer
+    if _current is not None:  # a sweep's workers have none: they build no request
+        request = {
+            "kind": "cell",
+            "cell": cell,
+            "sweeps": sweeps,
+            "config": config,
+            "values": values,
+            "image": None if image is None else base64.b64encode(image).decode(),
+            "uses": [vars(r) for r in uses],
+            "logs": [vars(r) for r in logs],
+        }
+        if (answer := _remote(request)) is not None:
+            return answer
     return tracking.track_cell(cell, sweeps, config, values, image, uses, logs)
 
 
