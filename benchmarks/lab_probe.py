@@ -49,8 +49,12 @@ PHASES = {
 PARTS = {
     "lab_assets.defs.tracked": {"track": "W&B offline run"},
     "lab_assets.core.tracking": {"warm": "W&B warm-up"},
-    "lab_assets.core.tracking_process": {"track_sweep": "report: W&B sweep run"},
-    "lab_assets.defs.assets.reports": {"report_files": "report: tables (and matplotlib's import)"},
+    "lab_assets.core.side_process": {
+        "track_sweep": "report: W&B sweep run",
+        "call": "report: drawn in the side process",
+    },
+    "lab_assets.defs.assets.reports": {"report_files": "report: tables"},
+    "lab_assets.dr.report_drawing": {"draw": "report: drawn here (and matplotlib's import)"},
     "lab_assets.dr.figures": {"embeddings_grid": "report: embeddings figure", "metric_curves": "report: curves figure"},
     "lab_assets.dr.html_report": {"report_html": "report: report.html"},
     "lab_assets.core.results_cache": {"lookup": "results cache", "store": "results cache"},

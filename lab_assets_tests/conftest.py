@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_assets.core import tracking_process
+from lab_assets.core import side_process
 from lab_assets.runtime import instance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,10 +211,10 @@ def lab_project(folder: Path, monkeypatch) -> Path:
     one per example of a property test, `test_property.py`)."""
     monkeypatch.setenv("LAB_PROJECT_DIR", str(folder))
     monkeypatch.setenv("LAB_SERVICE", "0")  # commands run as the test starts them (test_service.py: the service)
-    # Runs in the test's process log W&B here: one pytest process serves a lab home per test, and a
-    # tracking process for each costs ~1.5 CPU-s. `lab` commands start theirs; test_tracking_process.py
+    # Runs in the test's process log W&B and draw reports here: one pytest process serves a lab home
+    # per test, and a side process for each costs ~2 CPU-s. `lab` commands start theirs; test_side_process.py
     # and test_results.py's `logged_from` start one in the test's process.
-    monkeypatch.setattr(tracking_process, "worth_it", lambda: False)
+    monkeypatch.setattr(side_process, "worth_it", lambda modules: False)
     for var in ("LAB_STORAGE_URL", "LAB_STORAGE_OPTIONS", "LAB_EXECUTOR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LAB_HOME", str(folder / ".lab"))

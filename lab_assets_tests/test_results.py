@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from lab_assets.core import keys, storage, tracking, tracking_process
+from lab_assets.core import keys, side_process, storage, tracking
+from lab_assets.dr import report_drawing
 from lab_assets.dr.sweep import load_sweep
 from lab_assets.runner.sweeps import materialize_report, materialize_sweep
 from lab_assets.runtime.instance import get_instance
@@ -92,28 +93,29 @@ def run_folders(lab: Path) -> dict[str, list[Path]]:
     return out
 
 
-@pytest.fixture(params=["here", "tracking process"])
+@pytest.fixture(params=["here", "side process"])
 def logged_from(request, lab, monkeypatch):
-    """Where the runs are logged: in the test's process, or in a tracking process started by the
-    sweep's in-process runs (core/tracking_process.py); then every run must be logged there (W&B
-    in the test's process fails)."""
-    remote = request.param == "tracking process"
-    monkeypatch.setattr(tracking_process, "worth_it", lambda: remote)
+    """Where the runs are logged: in the test's process, or in a side process started by the
+    sweep's in-process runs (core/side_process.py); then every run must be logged there and
+    every report drawn there (W&B and drawing in the test's process fail)."""
+    remote = request.param == "side process"
+    monkeypatch.setattr(side_process, "worth_it", lambda modules: remote)
     if remote:
 
         def here(*args, **kwargs):
-            raise AssertionError("a run was logged in the test's process, not in the tracking process")
+            raise AssertionError("logged or drawn in the test's process, not in the side process")
 
         monkeypatch.setattr(tracking, "track_cell", here)
         monkeypatch.setattr(tracking, "track_sweep", here)
+        monkeypatch.setattr(report_drawing, "draw", here)
     yield request.param
-    tracking_process.stop(wait=30)
+    side_process.stop(wait=30)
 
 
 def test_each_cell_is_one_wandb_run_with_flat_config_image_and_artifacts(lab, logged_from):
     sweep = load_sweep(lab / "sweeps" / "tiny.yaml")
     assert materialize_sweep(sweep, workers=1).ok
-    assert (tracking_process._current is not None) == (logged_from == "tracking process")
+    assert (side_process._current is not None) == (logged_from == "side process")
     cells = [keys.cell_key(d, m) for d, m in sweep.cells]
     folders = run_folders(lab)
     assert sorted(folders) == sorted([tracking.run_id("cell", c) for c in cells] + [tracking.run_id("sweep", "tiny")])

@@ -23,7 +23,9 @@ from lab_assets.core import canonical
 from lab_assets.core.registry import digest
 
 PINS = Path(__file__).with_name("step_versions.json")
-_REPORT_CODE = tuple(f"lab_assets.dr.{m}" for m in ("figures", "html_report", "summary", "tables", "tidy", "thumbnail"))
+_REPORT_CODE = tuple(
+    f"lab_assets.dr.{m}" for m in ("figures", "html_report", "report_drawing", "summary", "tables", "tidy", "thumbnail")
+)
 _TRAINING_CODE = tuple(f"lab_assets.training.{m}" for m in ("train", "gpt", "corpus", "config"))
 # {asset module: (its declared code version, the modules besides it that shape its outputs)}.
 # The versions are those the byte digests of 171c77e gave, so that no lab home recomputes

@@ -1,5 +1,5 @@
 """What a cell's W&B run records (`core/tracking.py` logs it, here or in the command's tracking
-process: `core/tracking_process.py`), from what the metrics step has in hand: the flat config, the
+process: `core/side_process.py`), from what the metrics step has in hand: the flat config, the
 embedding's scatter plot (the UI's thumbnail), and the dataset and the embedding as Artifacts by
 reference to their storage URLs (the lineage W&B draws).
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from lab_assets.core import storage, tracking, tracking_process
+from lab_assets.core import side_process, storage, tracking
 from lab_assets.dr import tidy
 from lab_assets.dr.sweep import DataConfig, MethodConfig, Sweep
 
@@ -50,7 +50,7 @@ def track(
         image = scatter_png(tidy.coordinates(embedding).to_numpy(), embedding["label"], optimize=False)
     except Exception:  # noqa: BLE001 - no picture is no reason to lose the run
         image = None
-    return tracking_process.track_cell(
+    return side_process.track_cell(
         cell,
         sweeps,
         config(cell, data, method, sweeps, sha),

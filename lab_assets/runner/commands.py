@@ -187,10 +187,11 @@ def route_sweep_run(
     count = workers or default_workers()
     first = not submit and count > 1 and not _few_metrics_steps(noop)
     if not first and not submit:
-        from lab_assets.core import tracking_process
+        from lab_assets.core import side_process
+        from lab_assets.dr import report_drawing
 
-        # Its cells run here: W&B's import and start go to the other core now.
-        tracking_process.start()
+        # Its cells run here: W&B's import and start and the report's drawing go to the other core now.
+        side_process.start(report_drawing.MODULES)
     with warm_workers(count, fork=warm_service.inside()) if first else nullcontext() as pool:
         from lab_assets.dr.sweep import load_sweep, parse_sweep  # Dagster and pandas: after the workers started
         from lab_assets.runner.sweeps import materialize_sweep

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from lab_assets.core import layout, storage, tracking_process
+from lab_assets.core import layout, side_process, storage
 from lab_assets.core.settings import CACHE_FOLDER, lab_home
 from lab_assets.core.warm_workers import HERE_SECONDS, RUN_SECONDS, WarmWorkers, default_workers
 from lab_assets.defs.assets.reports import report_dir
@@ -16,6 +16,7 @@ from lab_assets.defs.integrity import Damage, sweep_damage
 from lab_assets.defs.recorded_cost import recorded_seconds
 from lab_assets.defs.register import register
 from lab_assets.defs.work import report_work, sweep_work
+from lab_assets.dr import report_drawing
 from lab_assets.dr.staleness import METRICS
 from lab_assets.dr.sweep import Sweep
 from lab_assets.runner.local import LocalTarget
@@ -104,8 +105,8 @@ def materialize_sweep(
             target = LocalTarget(1)
         else:
             target = LocalTarget(min(workers or default_workers(), len(before.pending_cells())), pool)
-        if target.pool is None:  # its runs log to W&B from this process
-            tracking_process.start()
+        if target.pool is None:  # its runs log to W&B and draw the report from this process
+            side_process.start(report_drawing.MODULES)
     with target:
         result = run_work(work, target, progress or no_progress)
     result.before, result.seconds = before, time.perf_counter() - start
@@ -114,7 +115,7 @@ def materialize_sweep(
 
 def materialize_report(sweep: Sweep) -> Result:
     """`lab report`: the metric table and the sweep's report, here, whatever their status."""
-    tracking_process.start()
+    side_process.start(report_drawing.MODULES)
     upgrade_lab_home()
     register_and_plan(sweep)
     with LocalTarget(1) as here:

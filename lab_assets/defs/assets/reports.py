@@ -11,7 +11,7 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
-from lab_assets.core import lineage, storage, tracking_process
+from lab_assets.core import lineage, side_process, storage
 from lab_assets.core.integrity import of_bytes
 from lab_assets.defs import inflight, integrity, step_versions
 from lab_assets.defs.assets.datasets import content_version, with_names
@@ -19,7 +19,7 @@ from lab_assets.defs.assets.metrics import metrics
 from lab_assets.defs.assets.specs import sweep_spec
 from lab_assets.defs.metadata import materialization_metadata
 from lab_assets.defs.partitions import SWEEP
-from lab_assets.dr import keystore, summary, tables, tidy
+from lab_assets.dr import keystore, report_drawing, summary, tables, tidy
 from lab_assets.dr.sweep import Sweep
 
 GROUP = "reports"
@@ -75,8 +75,9 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
     # The class names (cell types) ride along for the gallery's legends.
     panels = tidy.first_seed_embeddings(sweep, lambda path, d: with_names(integrity.read_parquet(path), d))
-    from lab_assets.dr import figures, html_report  # matplotlib: only where a report is drawn
-
+    drawing = (sweep, table, stats, comparisons, panels)
+    # Drawn in the command's side process where it has one (matplotlib loaded there), else here.
+    drawn = side_process.call(report_drawing.draw_request, lambda: report_drawing.request(*drawing))
     return {
         "metrics.parquet": storage.parquet_bytes(table),
         "metrics.csv": table.to_csv(index=False).encode(),
@@ -86,9 +87,7 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
         "summary.md": (summary_md + "\n").encode(),
         "comparisons.parquet": storage.parquet_bytes(comparisons),
         "comparisons.csv": comparisons.to_csv(index=False).encode(),
-        "embeddings.png": figures.embeddings_grid(panels),
-        "metrics_vs_k.png": figures.metric_curves(table),
-        "report.html": html_report.report_html(sweep, table, stats, comparisons, panels).encode(),
+        **(report_drawing.draw(*drawing) if drawn is None else report_drawing.files(drawn)),
     }
 
 
@@ -133,7 +132,7 @@ def report(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         # Replaced as a whole or not at all: figures and tables never of two versions.
         paths = storage.replace_folder(report_dir(sweep.name), files)
     table = storage.parquet_frame(files["metrics.parquet"])
-    wandb = tracking_process.track_sweep(sweep.name, storage.parquet_frame(files["summary.parquet"]))
+    wandb = side_process.track_sweep(sweep.name, storage.parquet_frame(files["summary.parquet"]))
     if "wandb_error" in wandb:
         context.log.warning(f"W&B tracking failed (the report is fine): {wandb['wandb_error']}")
     prov = lineage.provenance({"sweep": sweep.name, "source": sweep.source}, None, CODE_VERSION)

@@ -1,29 +1,33 @@
-"""W&B logging in a process of its own, for a command that runs cells and reports in its own
-process (a re-run that only adds metrics, `lab report`). Logged there, W&B's import, its service's
-start and a process's first run cost that process ~1.3-1.6 s on the reference machine, in its
-first cell (issue 44). Started before the command imports Dagster (`start`), the tracking process
-does all that on the other core meanwhile (`_rehearse`); the command's cells hand it their runs
-(`track_cell`, `track_sweep`).
+"""A command's side process: W&B logging and a report's drawing on the other core, for a command
+that runs cells and reports in its own process (a re-run that only adds metrics, `--workers 1`,
+`lab report`). Done in the command, W&B's import, its service's start and a process's first run
+cost it ~1.3-1.6 s on the reference machine, in its first cell, and matplotlib's import ~0.45 s in
+its report (issue 44). Started before the command imports Dagster (`start`), the side process does
+that on the other core meanwhile (`_rehearse`, then the modules it was named); the command's steps
+hand it their W&B runs (`track_cell`, `track_sweep`) and the report's drawing (`call`).
 
-Each call waits until its W&B run is finished and returns what logging it here would: the run id,
-its folder, or the error. So a cell's metadata, its run's files and the order in which runs are
-written are the same either way. Where there is no such process (none started, started by
-another process, or gone), the run is logged here (`core/tracking.py`).
+Each request waits for its answer, which is what doing it here gives: a W&B run's id, its folder
+or the error; a function's result. So a cell's metadata, its run's files, the order in which runs
+are written and a report's bytes are the same either way. Where there is no such process (none
+started, started by another process, or gone) or it fails, the work is done here.
 
-Not started where logging here costs no more: W&B off, W&B loaded already (the warm service's
-commands), or one core (the two processes would share it). Requests and answers are JSON lines
-over the process's stdin and stdout (no pickle).
+Not started where it saves nothing: W&B off or already loaded (the warm service's commands) and
+the named modules loaded already, or one core (the two processes would share it). Requests and
+answers are JSON lines over the process's stdin and stdout (no pickle); a function is named by
+its module and name, and only in a module the process was started with.
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
+import importlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +39,17 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 REHEARSAL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg=="
 
 
-class TrackingProcess:
-    """The process (`python -m lab_assets.core.tracking_process`), started now; `call` sends it a
-    request and waits for its answer (None once the process is gone)."""
+class SideProcess:
+    """The process (`python -m lab_assets.core.side_process <module>...`), started now; it loads
+    `modules` once W&B is warm. `call` sends it a request and waits for its answer (None once the
+    process is gone)."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: tuple[str, ...]) -> None:
         env = dict(os.environ)
         # The child imports this package from where this process did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
+            [sys.executable, "-m", __name__, *modules],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # W&B's messages: as quiet as a cell's run in this process (silent, its output captured).
@@ -84,27 +89,29 @@ def _context() -> tuple:
     return os.getpid(), os.getcwd(), sorted(i for i in os.environ.items() if i[0].startswith(("LAB_", "WANDB_")))
 
 
-_current: tuple[tuple, TrackingProcess] | None = None  # (the context it was started in, it)
+_current: tuple[tuple, SideProcess] | None = None  # (the context it was started in, it)
 
 
-def worth_it() -> bool:
-    return tracking.mode() != "disabled" and "wandb" not in sys.modules and default_workers() > 1
+def worth_it(modules: tuple[str, ...]) -> bool:
+    wandb = tracking.mode() != "disabled" and "wandb" not in sys.modules
+    return (wandb or any(m not in sys.modules for m in modules)) and default_workers() > 1
 
 
-def start() -> None:
-    """Start this process's tracking process, unless it has one or it would not pay (above)."""
+def start(modules: tuple[str, ...] = ()) -> None:
+    """Start this process's side process, loading `modules` (those of the functions it will be
+    `call`ed with), unless it has one or it would not pay (above)."""
     global _current
     if _current is not None and _current[0] == _context():
         return
     stop()
-    if worth_it():
-        _current = (_context(), TrackingProcess())
+    if worth_it(modules):
+        _current = (_context(), SideProcess(modules))
         atexit.unregister(stop)  # once, however often a long-lived process starts one
         atexit.register(stop)
 
 
 def stop(wait: float | None = None) -> None:
-    """Let this process's tracking process end (`wait`: seconds to wait for it); later runs are
+    """Let this process's side process end (`wait`: seconds to wait for it); later runs are
     logged here."""
     global _current
     current, _current = _current, None
@@ -114,7 +121,7 @@ def stop(wait: float | None = None) -> None:
 
 def _remote(request: dict[str, Any]) -> dict[str, Any] | None:
     global _current
-    if _current is None or tracking.mode() == "disabled":
+    if _current is None:
         return None
     if _current[0] != _context():  # started for another lab home, say: this run is logged here
         stop()
@@ -130,8 +137,8 @@ def _remote(request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def track_cell(cell, sweeps, config, values, image=None, uses=(), logs=()) -> dict[str, Any]:
-    """`tracking.track_cell` (its arguments), in the tracking process if this process started one."""
-    if _current is not None:  # a sweep's workers have none: they build no request
+    """`tracking.track_cell` (its arguments), in the side process if this process started one."""
+    if _current is not None and tracking.mode() != "disabled":  # a sweep's workers have none: no request
         request = {
             "kind": "cell",
             "cell": cell,
@@ -148,13 +155,28 @@ def track_cell(cell, sweeps, config, values, image=None, uses=(), logs=()) -> di
 
 
 def track_sweep(sweep: str, summary) -> dict[str, Any]:
-    """`tracking.track_sweep` of the sweep's summary (a DataFrame), in the tracking process if this
+    """`tracking.track_sweep` of the sweep's summary (a DataFrame), in the side process if this
     process started one."""
     columns, rows = tracking.table_rows(summary)
-    answer = _remote({"kind": "sweep", "sweep": sweep, "columns": columns, "rows": rows})
-    if answer is not None:
-        return answer
+    if tracking.mode() != "disabled":
+        answer = _remote({"kind": "sweep", "sweep": sweep, "columns": columns, "rows": rows})
+        if answer is not None:
+            return answer
     return tracking.track_sweep(sweep, columns, rows)
+
+
+def call(function: Callable[[dict], Any], request: Callable[[], dict[str, Any]]) -> Any | None:
+    """`function(request())` in the side process (`function`: in a module it was started with;
+    `request`: built only where there is one), or None: there is none, or it failed there (the
+    caller then does it here, and sees its error, if any, for itself)."""
+    if _current is None:
+        return None
+    try:
+        args = request()
+    except (TypeError, ValueError, ArithmeticError):  # not JSON-able (pyarrow's errors included)
+        return None
+    answer = _remote({"kind": "call", "function": f"{function.__module__}:{function.__name__}", "args": args})
+    return None if answer is None or "error" in answer else answer["result"]
 
 
 def _plain(value: Any) -> Any:
@@ -164,7 +186,15 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _answer(request: dict[str, Any]) -> dict[str, Any]:
+def _answer(request: dict[str, Any], modules: tuple[str, ...]) -> dict[str, Any]:
+    if request["kind"] == "call":
+        module, name = request["function"].split(":")
+        if module not in modules:
+            return {"error": f"{module} is not a module this process was started with"}
+        try:
+            return {"result": getattr(importlib.import_module(module), name)(request["args"])}
+        except Exception as e:  # noqa: BLE001 - answered: the caller does it again and sees it fail
+            return {"error": f"{type(e).__name__}: {e}"}
     if request["kind"] == "sweep":
         return tracking.track_sweep(request["sweep"], request["columns"], request["rows"])
     image = request["image"]
@@ -203,18 +233,21 @@ def _rehearse() -> None:
         run.finish()
 
 
-def main() -> None:
-    """Serve requests until stdin closes, then end (W&B's own exit handlers included)."""
+def main(modules: tuple[str, ...]) -> None:
+    """Load what the command will ask for, then serve requests until stdin closes, then end (W&B's
+    own exit handlers included)."""
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever W&B prints cannot garble an answer
-    if tracking.mode() != "disabled":
-        try:
+    try:
+        if tracking.mode() != "disabled":
             _rehearse()
-        except Exception:  # noqa: BLE001 - a rehearsal only saves time; the runs say what fails
-            pass
+        for module in modules:
+            importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - loading only saves time; the requests say what fails
+        pass
     for line in sys.stdin:
         try:
-            answer = _answer(json.loads(line))
+            answer = _answer(json.loads(line), modules)
         except Exception as e:  # noqa: BLE001 - a bad request is answered, never the end of the process
             answer = {"wandb_mode": tracking.mode(), "wandb_error": f"{type(e).__name__}: {e}"}
         answers.write(json.dumps(answer, default=str) + "\n")
@@ -222,4 +255,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(tuple(sys.argv[1:]))
