@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import importlib
 import io
 import json
 import os
@@ -36,12 +37,15 @@ def _load() -> None:
     prepare_to_fork()  # before NumPy and numba load
     import matplotlib.backends.backend_agg  # noqa: F401 - what the report's figures are drawn with
 
-    import lab_assets.dr.figures  # noqa: F401
     import lab_assets.runner.local  # noqa: F401
     import lab_assets.runner.sweeps  # noqa: F401
     import lab_assets.runner.webserver  # noqa: F401
+    from lab_assets.dr import report_drawing
     from lab_assets.runner import preload
 
+    # What drawing a report loads: loaded here, so a command starts no side process to load it.
+    for module in report_drawing.MODULES:
+        importlib.import_module(module)
     preload.load()
     # The CLI's modules (every command's, and their printing), by name: the runner may not import them.
     function(ENTRY)
