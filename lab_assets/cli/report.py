@@ -26,6 +26,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from lab_assets.core import side_process
+    from lab_assets.dr import report_drawing
+
+    # Before Dagster loads: matplotlib and W&B load on the other core meanwhile.
+    side_process.start(report_drawing.MODULES, modules_first=True)
     from lab_assets.core import storage
     from lab_assets.dr.sweep import load_sweep
     from lab_assets.runner.sweeps import materialize_report, report_folder

@@ -3,8 +3,9 @@ that runs cells and reports in its own process (a re-run that only adds metrics,
 `lab report`). Done in the command, W&B's import, its service's start and a process's first run
 cost it ~1.3-1.6 s on the reference machine, in its first cell, and matplotlib's import ~0.45 s in
 its report (issue 44). Started before the command imports Dagster (`start`), the side process does
-that on the other core meanwhile (`_rehearse`, then the modules it was named); the command's steps
-hand it their W&B runs (`track_cell`, `track_sweep`) and the report's drawing (`call`).
+that on the other core meanwhile (`_rehearse`, and the modules it was named, with their `warm()`);
+the command's steps hand it their W&B runs (`track_cell`, `track_sweep`) and the report's drawing
+(`call`).
 
 Each request waits for its answer, which is what doing it here gives: a W&B run's id, its folder
 or the error; a function's result. So a cell's metadata, its run's files, the order in which runs
@@ -35,21 +36,23 @@ from lab_assets.core import tracking
 from lab_assets.core.warm_workers import default_workers
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+MODULES_FIRST = "--modules-first"
 # A 1x1 grey PNG: the rehearsal's image.
 REHEARSAL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg=="
 
 
 class SideProcess:
     """The process (`python -m lab_assets.core.side_process <module>...`), started now; it loads
-    `modules` once W&B is warm. `call` sends it a request and waits for its answer (None once the
+    `modules` after W&B's rehearsal (before it: `modules_first`). `call` sends it a request and
+    waits for its answer (None once the
     process is gone)."""
 
-    def __init__(self, modules: tuple[str, ...]) -> None:
+    def __init__(self, modules: tuple[str, ...], modules_first: bool = False) -> None:
         env = dict(os.environ)
         # The child imports this package from where this process did, installed or not.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__, *modules],
+            [sys.executable, "-m", __name__, *([MODULES_FIRST] if modules_first else []), *modules],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # W&B's messages: as quiet as a cell's run in this process (silent, its output captured).
@@ -97,15 +100,17 @@ def worth_it(modules: tuple[str, ...]) -> bool:
     return (wandb or any(m not in sys.modules for m in modules)) and default_workers() > 1
 
 
-def start(modules: tuple[str, ...] = ()) -> None:
+def start(modules: tuple[str, ...] = (), modules_first: bool = False) -> None:
     """Start this process's side process, loading `modules` (those of the functions it will be
-    `call`ed with), unless it has one or it would not pay (above)."""
+    `call`ed with), unless it has one or it would not pay (above). W&B's rehearsal comes first,
+    unless `modules_first` (`lab report`, which draws before it logs): a re-run's first W&B run
+    comes before its report, and rehearsing W&B later slows the command's own start (measured)."""
     global _current
     if _current is not None and _current[0] == _context():
         return
     stop()
     if worth_it(modules):
-        _current = (_context(), SideProcess(modules))
+        _current = (_context(), SideProcess(modules, modules_first))
         atexit.unregister(stop)  # once, however often a long-lived process starts one
         atexit.register(stop)
 
@@ -233,16 +238,20 @@ def _rehearse() -> None:
         run.finish()
 
 
-def main(modules: tuple[str, ...]) -> None:
+def main(modules: tuple[str, ...], modules_first: bool) -> None:
     """Load what the command will ask for, then serve requests until stdin closes, then end (W&B's
     own exit handlers included)."""
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever W&B prints cannot garble an answer
     try:
-        if tracking.mode() != "disabled":
+        if not modules_first and tracking.mode() != "disabled":
             _rehearse()
-        for module in modules:
-            importlib.import_module(module)
+        for name in modules:
+            module = importlib.import_module(name)
+            if hasattr(module, "warm"):
+                module.warm()
+        if modules_first and tracking.mode() != "disabled":
+            _rehearse()
     except Exception:  # noqa: BLE001 - loading only saves time; the requests say what fails
         pass
     for line in sys.stdin:
@@ -255,4 +264,5 @@ def main(modules: tuple[str, ...]) -> None:
 
 
 if __name__ == "__main__":
-    main(tuple(sys.argv[1:]))
+    first = sys.argv[1:2] == [MODULES_FIRST]
+    main(tuple(sys.argv[2 if first else 1 :]), first)

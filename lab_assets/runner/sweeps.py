@@ -115,7 +115,7 @@ def materialize_sweep(
 
 def materialize_report(sweep: Sweep) -> Result:
     """`lab report`: the metric table and the sweep's report, here, whatever their status."""
-    side_process.start(report_drawing.MODULES)
+    side_process.start(report_drawing.MODULES, modules_first=True)
     upgrade_lab_home()
     register_and_plan(sweep)
     with LocalTarget(1) as here:
