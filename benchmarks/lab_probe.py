@@ -151,7 +151,7 @@ def main(argv: list[str]) -> None:
     # first), not this file's folder: a saved no-op answer's state stamps the import path's folders,
     # so under another path a command would miss the answer `lab` saved and take another route.
     sys.path[0] = os.getcwd()
-    fast_exit.end_without_teardown()  # as `lab` ends: its exit handlers, then no teardown
+    cli.as_program()  # as `lab` starts: no teardown at exit, its collector's thresholds
     launched = float(os.environ.get("COLD_PROBE_T0", STARTED))
     code = fast_exit.exiting(cli._command(argv))
     record(kind="process", name="command", start=launched, end=time.time(), code=code)

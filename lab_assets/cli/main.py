@@ -36,7 +36,7 @@ from lab_assets.cli import (
     verify,
 )
 from lab_assets.cli.exits import BAD_INPUT, FAILED, INTERRUPTED
-from lab_assets.core import fast_exit
+from lab_assets.core import fast_exit, gc_thresholds
 from lab_assets.core.settings import check_writable
 from lab_assets.runner.commands import hand_over
 
@@ -70,10 +70,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the program, not a caller that goes on: it ends without the teardown
-        fast_exit.end_without_teardown()
+    if argv is None:  # the program, not a caller that goes on
+        as_program()
         return fast_exit.exiting(_command(sys.argv[1:]))
     return _command(argv)
+
+
+def as_program() -> None:
+    """What `lab`, the program, sets first: it ends without the interpreter's teardown, and its
+    garbage collector runs at thresholds for the stack it loads (core/gc_thresholds.py)."""
+    fast_exit.end_without_teardown()
+    gc_thresholds.raise_for_a_large_stack()
 
 
 def _command(argv: list[str]) -> int:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lab_assets.core import tracking
+from lab_assets.core import gc_thresholds, tracking
 from lab_assets.core.warm_workers import default_workers
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -264,5 +264,6 @@ def main(modules: tuple[str, ...], modules_first: bool) -> None:
 
 
 if __name__ == "__main__":
+    gc_thresholds.raise_for_a_large_stack()
     first = sys.argv[1:2] == [MODULES_FIRST]
     main(tuple(sys.argv[2 if first else 1 :]), first)

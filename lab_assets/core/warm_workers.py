@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from lab_assets.core import gc_thresholds
 from lab_assets.core.fast_exit import end_without_teardown
 from lab_assets.core.threads import SINGLE_THREADED
 
@@ -106,6 +107,7 @@ def _init(warm: Callable[[], None] | None) -> None:
     # Ending a pool waits for every worker to end. Status 0: an executor never reads it (a worker
     # lost mid-run is told by its run's BrokenProcessPool).
     end_without_teardown(0)
+    gc_thresholds.raise_for_a_large_stack()
     if warm is not None:
         try:
             warm()
