@@ -99,6 +99,7 @@ def test_a_report_drawn_there_is_byte_for_byte_the_one_drawn_here(lab, monkeypat
         # the caller does the work itself; so is a function of a module it was not started with.
         assert side_process.call(report_drawing.draw_request, lambda: {"sweep": "not a sweep"}) is None
         assert side_process.call(keystore.sweep, lambda: {}) is None
+        assert side_process.call(report_drawing.draw_request, lambda: [][0]) is None  # a request not built
         assert side_process._current is not None  # still serving
         assert sorted(report_files(sweep)) == sorted(here) and not drawn_here
     finally:
