@@ -44,8 +44,7 @@ REHEARSAL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAA
 class SideProcess:
     """The process (`python -m lab_assets.core.side_process <module>...`), started now; it loads
     `modules` after W&B's rehearsal (before it: `modules_first`). `call` sends it a request and
-    waits for its answer (None once the
-    process is gone)."""
+    waits for its answer (None once the process is gone)."""
 
     def __init__(self, modules: tuple[str, ...], modules_first: bool = False) -> None:
         env = dict(os.environ)
@@ -238,22 +237,25 @@ def _rehearse() -> None:
         run.finish()
 
 
+def _load(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        module = importlib.import_module(name)
+        if hasattr(module, "warm"):
+            module.warm()
+
+
 def main(modules: tuple[str, ...], modules_first: bool) -> None:
     """Load what the command will ask for, then serve requests until stdin closes, then end (W&B's
     own exit handlers included)."""
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # whatever W&B prints cannot garble an answer
-    try:
-        if not modules_first and tracking.mode() != "disabled":
-            _rehearse()
-        for name in modules:
-            module = importlib.import_module(name)
-            if hasattr(module, "warm"):
-                module.warm()
-        if modules_first and tracking.mode() != "disabled":
-            _rehearse()
-    except Exception:  # noqa: BLE001 - loading only saves time; the requests say what fails
-        pass
+    steps = [_rehearse] if tracking.mode() != "disabled" else []
+    steps.insert(0 if modules_first else len(steps), lambda: _load(modules))
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - loading only saves time; the requests say what fails
+            pass
     for line in sys.stdin:
         try:
             answer = _answer(json.loads(line), modules)
