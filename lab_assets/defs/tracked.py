@@ -1,4 +1,4 @@
-"""What a cell's W&B run records (`core/tracking.py` logs it, here or in the command's tracking
+"""What a cell's W&B run records (`core/tracking.py` logs it, here or in the command's side
 process: `core/side_process.py`), from what the metrics step has in hand: the flat config, the
 embedding's scatter plot (the UI's thumbnail), and the dataset and the embedding as Artifacts by
 reference to their storage URLs (the lineage W&B draws).

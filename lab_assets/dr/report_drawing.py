@@ -1,9 +1,9 @@
 """A report's drawn files (its two figures and its HTML page), from the tables the report step has
-read: drawn here (`draw`) or in the command's side process (`core/side_process.py`), which has
-loaded matplotlib (~0.45 s on the reference machine) while the command loaded Dagster.
+read (`drawn`): in the command's side process (`core/side_process.py`), which has loaded matplotlib
+(~0.45 s on the reference machine) while the command loaded Dagster, or here (`draw`).
 
 For the side process the inputs travel as JSON (`request`: the sweep's record, each table as
-Parquet with its index, base64) and so do the files (`draw_request` -> `files`). The same tables,
+Parquet with its index, base64) and so do the files (`draw_request`). The same tables,
 drawn by the same code, give the same bytes either way (the figures carry no date).
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import io
 from typing import TYPE_CHECKING, Any
+
+from lab_assets.core import side_process
 
 if TYPE_CHECKING:  # nothing heavy at import: a command names this module before it loads pandas
     import pandas as pd
@@ -38,6 +40,15 @@ def draw(
         "metrics_vs_k.png": figures.metric_curves(table),
         "report.html": html_report.report_html(sweep, table, stats, comparisons, panels).encode(),
     }
+
+
+def drawn(sweep, table, stats, comparisons, panels) -> dict[str, bytes]:
+    """`draw`, in the command's side process where it has one, else here."""
+    args = (sweep, table, stats, comparisons, panels)
+    answer = side_process.call(draw_request, lambda: request(*args))
+    if answer is None:
+        return draw(*args)
+    return {name: base64.b64decode(data) for name, data in answer.items()}
 
 
 def warm() -> None:
@@ -73,10 +84,6 @@ def draw_request(request: dict[str, Any]) -> dict[str, str]:
         {(data, method): _decode(frame) for data, method, frame in request["panels"]},
     )
     return {name: base64.b64encode(data).decode() for name, data in files.items()}
-
-
-def files(answer: dict[str, str]) -> dict[str, bytes]:
-    return {name: base64.b64decode(data) for name, data in answer.items()}
 
 
 def _encode(frame: pd.DataFrame) -> str:

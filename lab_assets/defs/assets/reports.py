@@ -75,9 +75,6 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
     summary_md = tables.summary_markdown(sweep.name, stats, comparisons)
     # The class names (cell types) ride along for the gallery's legends.
     panels = tidy.first_seed_embeddings(sweep, lambda path, d: with_names(integrity.read_parquet(path), d))
-    drawing = (sweep, table, stats, comparisons, panels)
-    # Drawn in the command's side process where it has one (matplotlib loaded there), else here.
-    drawn = side_process.call(report_drawing.draw_request, lambda: report_drawing.request(*drawing))
     return {
         "metrics.parquet": storage.parquet_bytes(table),
         "metrics.csv": table.to_csv(index=False).encode(),
@@ -87,7 +84,7 @@ def report_files(sweep: Sweep) -> dict[str, bytes]:
         "summary.md": (summary_md + "\n").encode(),
         "comparisons.parquet": storage.parquet_bytes(comparisons),
         "comparisons.csv": comparisons.to_csv(index=False).encode(),
-        **(report_drawing.draw(*drawing) if drawn is None else report_drawing.files(drawn)),
+        **report_drawing.drawn(sweep, table, stats, comparisons, panels),
     }
 
 
